@@ -179,7 +179,7 @@ def _variables(extra: list[Panel]) -> list[Panel]:
 
 
 ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|DriftDetected|"
-          "CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ACLViolation|ConsumerLagHigh|"
+          "DriftAlarmRaised|CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ACLViolation|ConsumerLagHigh|"
           "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|GoldwatchDown")  # fmt: skip
 
 

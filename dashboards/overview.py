@@ -69,8 +69,10 @@ def _traffic() -> list[Panel | list[Panel]]:
                 "detector is untrusted (panel Detectors trusted). A growing "
                 "topic or novel share calls for new gold questions (alerts TopicDrift, "
                 "CoverageGap). A question in a language no gold row is written in is given no "
-                "topic (the panel below counts them).",
-                [(f"goldwatch:topic_share:ratio_rate1h{{{SEL}}}", "{{topic}}")],
+                "topic (the panel below counts them). Empty while the topic model is below "
+                "its kappa floor (panel Detectors trusted: topic): its shares are its reading "
+                "then, not facts, and TopicDrift stays silent.",
+                [(f"goldwatch:topic_share:ratio_rate1h{{{SEL}}}{TOPIC_UNTRUSTED}", "{{topic}}")],
                 "percentunit", stack=True, maximum=1,
             ),
         ],
@@ -113,6 +115,10 @@ def _traffic() -> list[Panel | list[Panel]]:
 #: ``namespace``): no series while that detector is untrusted on some replica, as the
 #: OverRefusal / UnderRefusal alerts gate on it.
 SCOPE_TRUSTED = f" and on (job, namespace) goldwatch:out_of_scope_detector:trusted{{{SEL}}} == 1"
+#: Appended to a query of topic shares (series with ``job`` and ``namespace``): no series
+#: while the topic model is below its kappa floor on some replica, as TopicDrift is gated;
+#: the trust series is absent with unsupervised topics, which silences nothing.
+TOPIC_UNTRUSTED = f" unless on (job, namespace) goldwatch:topic_detector:trusted{{{SEL}}} == 0"
 #: The same for a query summed over every label: none unless trusted on every replica shown.
 ALL_SCOPE_TRUSTED = (
     f' and on () (min (goldwatch_detector_trusted{{{SEL}, detector="out_of_scope"}}) == 1)'
@@ -275,6 +281,12 @@ def _refusals() -> list[Panel | list[Panel]]:
     ]  # fmt: skip
 
 
+#: ``goldwatch_drift_state`` states and the value the state panel gives each (the worst of
+#: any replica wins: drift over starved over uncalibrated over insufficient data over ok,
+#: whose series is left out: no state at 1 reads 0).
+DRIFT_STATE_VALUES = (("insufficient_data", 1), ("uncalibrated", 2), ("starved", 3), ("drift", 4))
+
+
 def _drift() -> list[Panel | list[Panel]]:
     by = "dimension, comparison"
     return [
@@ -283,19 +295,37 @@ def _drift() -> list[Panel | list[Panel]]:
             state_timeline(
                 "Drift alarm state per dimension (service detectors)",
                 "State of the service's drift detectors per dimension (language, topic, "
-                "refusal, out_of_scope, known_refusal, terms) and comparison (reference = the "
+                "refusal, out_of_scope, known_refusal, known_miss = production missing the "
+                "gold passage of known questions, terms) and comparison (reference = the "
                 "gold set, baseline = "
                 "earlier traffic): drift if any replica's detector alarms (chi-square or "
                 "two-proportion test at a per-day false-alarm budget, plus an effect size), "
-                "insufficient data below min_count. Drift for 15 minutes fires DriftDetected "
+                "insufficient data below min_count, uncalibrated while the detector feeding "
+                "the dimension is below its quality floor (its verdict is no fact and raises "
+                "no alarm; GET /v1/drift says why), starved when the drift windows missed 20 "
+                "% of the latest events (Events kept out, below). The worst state of any "
+                "replica is shown. Drift for 15 minutes fires DriftDetected "
                 "(at the traffic its windows hold min_count events; the rate alerts need 200 "
                 "events an hour): open the matching "
                 "panel below and the runbook of LanguageDrift/TopicDrift/RefusalRateMoved.",
-                [(f'2 * max by ({by}) (goldwatch_drift_state{{{SEL}, state="drift"}}) '
-                  f'+ max by ({by}) (goldwatch_drift_state{{{SEL}, '
-                  f'state="insufficient_data"}})', "{{dimension}} vs {{comparison}}")],
+                [(f"max by ({by}) ("
+                  + " or ".join(f'{weight} * goldwatch_drift_state{{{SEL}, state="{state}"}}'
+                                for state, weight in DRIFT_STATE_VALUES)
+                  + ")", "{{dimension}} vs {{comparison}}")],
                 {"0": ("ok", "green"), "1": ("insufficient data", "text"),
-                 "2": ("drift", "red"), "3": ("drift", "red")},
+                 "2": ("uncalibrated (untrusted)", "orange"), "3": ("starved", "yellow"),
+                 "4": ("drift", "red")},
+            ),
+            timeseries(
+                "Drift alarms raised",
+                "Alarms the service's drift detectors raised (moves into drift), per hour, "
+                "all replicas (goldwatch_drift_alarms_total). Counted when raised, so an alarm "
+                "raised and cleared within minutes of wall time (a log or a backlog read "
+                "faster than real time) shows here and fires DriftAlarmRaised once; GET "
+                "/v1/drift alarms gives their event times and what moved.",
+                [(f"sum by ({by}) (increase(goldwatch_drift_alarms_total{{{SEL}}}[1h]))",
+                  "{{dimension}} vs {{comparison}}")],
+                "short",
             ),
             timeseries(
                 "Jensen-Shannon divergence against the gold set (all replicas)",
@@ -303,10 +333,13 @@ def _drift() -> list[Panel | list[Panel]]:
                 "shares against the gold set's, computed in PromQL from the summed counters "
                 "(goldwatch:*:js_divergence_vs_gold_1h). Dashed line: 0.05, the alert level "
                 "(with at least 200 questions an hour; below that, sampling noise alone gives "
-                "about 0.01-0.03). Above it, the gold set no longer looks like the traffic.",
+                "about 0.01-0.03). Above it, the gold set no longer looks like the traffic. "
+                "No topic series while the topic model is below its kappa floor (TopicDrift "
+                "is silenced then: panel Detectors trusted).",
                 [
                     (f"goldwatch:language:js_divergence_vs_gold_1h{{{SEL}}}", "language"),
-                    (f"goldwatch:topic:js_divergence_vs_gold_1h{{{SEL}}}", "topic"),
+                    (f"goldwatch:topic:js_divergence_vs_gold_1h{{{SEL}}}{TOPIC_UNTRUSTED}",
+                     "topic"),
                 ],
                 "none", threshold=0.05,
             ),
@@ -487,10 +520,13 @@ def _ingestion() -> list[Panel | list[Panel]]:
                 "Batch size",
                 "Messages per polled micro-batch: median, 99th percentile and mean. Small "
                 "batches at high traffic cost throughput (raise pipeline.max_batch_wait_ms); "
-                "batches at pipeline.max_batch_size all the time mean a backlog.",
+                "batches at pipeline.max_batch_size all the time mean a backlog. The "
+                "percentiles are rounded up to a whole batch (a batch holds whole events; "
+                "without it every batch of 1 read as a median of 0.5, interpolated within the "
+                "lowest bucket, 0 to 1); within a wider bucket they are interpolated.",
                 [
-                    (f"histogram_quantile(0.5, sum by (le) (rate({size})))", "p50"),
-                    (f"histogram_quantile(0.99, sum by (le) (rate({size})))", "p99"),
+                    (f"ceil(histogram_quantile(0.5, sum by (le) (rate({size}))))", "p50"),
+                    (f"ceil(histogram_quantile(0.99, sum by (le) (rate({size}))))", "p99"),
                     (f"sum (rate(goldwatch_batch_size_sum{{{SEL}}}[{RATE}])) / "
                      f"sum (rate(goldwatch_batch_size_count{{{SEL}}}[{RATE}]))", "mean"),
                 ],

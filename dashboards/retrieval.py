@@ -177,7 +177,10 @@ def _agreement() -> list[Panel | list[Panel]]:
                 "Live questions that near-duplicate a gold question, scored against that "
                 "gold row's passages: mean recall@k per retriever over the window (production "
                 "and candidates). The gold set's verdict on real traffic; a drop here with a "
-                "steady gold-set run means the live system differs from what is evaluated.",
+                "steady gold-set run means the live system differs from what is evaluated. "
+                "At a few known questions an hour it is noisy: the service tests production's "
+                "miss rate on its own day-long windows (drift dimension known_miss: alerts "
+                "DriftAlarmRaised and DriftDetected; GET /v1/quality recent).",
                 [(f"sum by (retriever) (rate(goldwatch_known_recall_sum{{{SEL}}}[{RATE}]))"
                   f" / sum by (retriever) (rate(goldwatch_known_recall_count{{{SEL}}}[{RATE}]))",
                   "{{retriever}}")],

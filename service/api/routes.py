@@ -59,7 +59,8 @@ def get_status(runtime: RuntimeDep) -> StatusReport:
 @router.get("/v1/drift", response_model=DriftReport, tags=["analytics"],
             responses={**not_found("analytics are disabled"), **BUSY})  # fmt: skip
 def get_drift(runtime: RuntimeDep) -> dict[str, Any]:
-    """Drift per dimension (language, topic, refusal, out-of-scope, known_refusal, terms):
+    """Drift per dimension (language, topic, refusal, out-of-scope, known_refusal, known_miss,
+    terms):
     state, latest test of each comparison (gold set, baseline), live vs gold counts, coverage
     gaps, alarm history."""
     report = runtime.analytics_report()

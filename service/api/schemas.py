@@ -217,7 +217,9 @@ class EventTime(TypedDict):
 class DriftReport(TypedDict):
     """``GET /v1/drift``: each dimension (language, topic, refusal, out-of-scope,
     ``known_refusal``: the refusal rate of known answerable gold questions, on its own
-    windows, and ``terms`` unless ``analytics.drift.terms`` is off),
+    windows, ``known_miss``: the rate at which production's top k misses the gold passages
+    of a known question, 1 - live hit rate@k, on the same windows, and ``terms`` unless
+    ``analytics.drift.terms`` is off),
     ``suppressed_dimensions`` ``{dimension: why it raises no alarm}``, the ``alarms``
     history (the latest state changes of each comparison, oldest first; an entry with
     ``widened`` is no state change: a language or topic comparison already in drift named
@@ -229,6 +231,7 @@ class DriftReport(TypedDict):
     refusal: DimensionDrift
     out_of_scope: DimensionDrift
     known_refusal: NotRequired[DimensionDrift]
+    known_miss: NotRequired[DimensionDrift]
     terms: NotRequired[DimensionDrift]
     suppressed_dimensions: dict[str, str]
     alarms: list[dict[str, Any]]

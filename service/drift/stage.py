@@ -15,11 +15,18 @@ Dimensions (each with its own detector, windows over event time):
   ``known_min_count`` known questions make a window testable. Its own Bonferroni share of
   ``alpha``, as ``terms``: the other dimensions keep their levels. Baseline only (the gold
   set has no refusal rate to compare with);
+* ``known_miss`` — binary rate at which production's ranking misses every relevant passage
+  in its top k on a known question (``annotations[i]["known_missed"]``, the live-quality
+  stage's hit@k negated: 1 - hit rate@k, on the known questions it scored): production's
+  own retrieval on live traffic, with no gold-set run of production needed (trial 38: a
+  12-hour collapse of hit rate@10 to 0 raised nothing on the live service). The windows,
+  ``min_count`` and level of ``known_refusal`` (its own Bonferroni share: the family's budget
+  per day is 7/4 of ``alpha``, the shared four keep their levels). Baseline only;
 * ``terms`` — rising terms: the content-word stems of the (scrubbed) questions whose share
   rose against the baseline, stratified by language (:mod:`service.drift.terms`; baseline
   only, none with ``baseline: none``). Its own Bonferroni share of the family's ``alpha``, the
   same as each other dimension's: the other four keep their levels (with ``known_refusal``'s
-  share too, the family's budget per day is 6/4 of ``alpha``).
+  and ``known_miss``'s shares too, the family's budget per day is 7/4 of ``alpha``).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
@@ -73,7 +80,14 @@ log = logging.getLogger(__name__)
 CATEGORICAL = ("language", "topic")
 #: The rate of refusals of known answerable gold questions (module docstring).
 KNOWN_REFUSAL = "known_refusal"
-RATES = {"refusal": "refused", "out_of_scope": "out_of_scope", KNOWN_REFUSAL: "known_refused"}
+#: The rate at which production's top k misses every relevant passage of a known question
+#: (``annotations[i]["known_missed"]``, the live-quality stage's hit@k of production's
+#: ranking, negated: 1 - hit rate@k; module docstring).
+KNOWN_MISS = "known_miss"
+#: The dimensions on the known questions' own windows (``known_window_s``, ``known_min_count``).
+KNOWN = (KNOWN_REFUSAL, KNOWN_MISS)
+RATES = {"refusal": "refused", "out_of_scope": "out_of_scope", KNOWN_REFUSAL: "known_refused",
+         KNOWN_MISS: "known_missed"}  # fmt: skip
 TERMS = "terms"
 #: The annotation of a question the topic stage gave no topic: no gold row is written in its
 #: language (:class:`service.topics.stage.TopicStage`); it is in no topic share.
@@ -85,14 +99,14 @@ TOPIC_RULE = "gold_languages"
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
-DIMENSIONS = (*SHARED, KNOWN_REFUSAL, TERMS)
+DIMENSIONS = (*SHARED, *KNOWN, TERMS)
 #: The dimensions whose comparisons say the smallest change that can alarm (``detectable``).
-SIZED = (*SHARED, KNOWN_REFUSAL)
+SIZED = (*SHARED, *KNOWN)
 MAX_ALARMS = 100
 #: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
 UNITS = {"language": "questions", "topic": "questions given a topic", "refusal": "answers",
          "out_of_scope": "scored questions", KNOWN_REFUSAL: "known answerable questions",
-         TERMS: "questions"}  # fmt: skip
+         KNOWN_MISS: "scored known questions", TERMS: "questions"}  # fmt: skip
 #: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
 SETTINGS = "analytics.drift"
 #: State of a suppressed dimension (its detector is below the quality floor).
@@ -249,8 +263,11 @@ class DriftStage:
             )
             for dim in CATEGORICAL
         }
-        # known_refusal: its own windows and min_count (known questions are few), the same
-        # level as each shared dimension's (its own Bonferroni share, as terms)
+        # known_refusal and known_miss: their own windows and min_count (known questions are
+        # few), the same level as each shared dimension's (each its own Bonferroni share, as
+        # terms)
+        #: the current window of known_refusal and known_miss, seconds (recent_known)
+        self.known_window_s = float((known_windows or windows).window_s)
         known = {**common, "windows": known_windows or windows, "min_count": known_min_count,
                  "min_reference_count": min(30, known_min_count)}  # fmt: skip
         self.rates = {
@@ -258,7 +275,7 @@ class DriftStage:
                 None,
                 min_change=min_rate_change,
                 clear_change=min_rate_change / 2,
-                **(known if dim == KNOWN_REFUSAL else common),  # type: ignore[arg-type]
+                **(known if dim in KNOWN else common),  # type: ignore[arg-type]
             )
             for dim in RATES
         }
@@ -279,6 +296,10 @@ class DriftStage:
         #: events kept out late and future since the metrics last took them (not persisted:
         #: a restarted process counts only the events it saw, as a counter must)
         self._pending_kept_out = {"late": 0, "future": 0}
+        #: (dimension, comparison) -> alarms raised (moves into ``drift``) since the metrics
+        #: last took them (not persisted, as :attr:`_pending_kept_out`: a restored open alarm
+        #: was counted by the process that raised it)
+        self._pending_alarms: dict[tuple[str, str], int] = {}
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
         #: "dimension/comparison" of a categorical dimension in drift -> the categories its
@@ -386,6 +407,26 @@ class DriftStage:
         are not counted here: their count falls when a confirmed jump releases them
         (:meth:`kept_out`)."""
         taken, self._pending_kept_out = self._pending_kept_out, {"late": 0, "future": 0}
+        return taken
+
+    def recent_known(self) -> tuple[dict[str, Any] | None, str, float]:
+        """``(test, state, window_s)`` of the ``known_miss`` dimension: its baseline
+        comparison's latest test as a dict (``None`` before one, or without a baseline), the
+        dimension's state and its current window's span in seconds
+        (:func:`service.quality.stage.recent_known_hits` turns them into the live hit rate
+        of the latest window)."""
+        detector = self.rates[KNOWN_MISS]
+        report = detector.reports.get("baseline")
+        state = self._states_of(KNOWN_MISS, detector).get("baseline", "insufficient_data")
+        return (report.to_dict() if report else None), str(state), self.known_window_s
+
+    def take_alarms(self) -> dict[tuple[str, str], int]:
+        """``{(dimension, comparison): n}``: the alarms raised (a comparison's move into
+        ``drift``; not a widening, nor a drift the confound keeps quiet) since the last call,
+        for ``goldwatch_drift_alarms_total``, then none. An alarm raised and cleared between
+        two calls is still counted (trial 38: alarms of a log read faster than real time
+        never held the drift state long enough to become an alert)."""
+        taken, self._pending_alarms = self._pending_alarms, {}
         return taken
 
     def recent_kept_out(self) -> tuple[int, int, int, int, float]:
@@ -765,6 +806,8 @@ class DriftStage:
                 entry.update(_what_moved(report.to_dict()))  # fmt: skip
                 if now == "drift" and dim in CATEGORICAL:
                     self._named[key] = self._rising_named(dim, entry)
+                if now == "drift":
+                    self._pending_alarms[dim, name] = self._pending_alarms.get((dim, name), 0) + 1
                 self.alarms = [*self.alarms, entry][-MAX_ALARMS:]
 
     def _rising_named(self, dim: str, moved: Mapping[str, Any]) -> list[str]:
@@ -1039,13 +1082,13 @@ def _hours_to_hold(span_s: float, min_count: int, per_window: float) -> int:
 
 def _setting_keys(dim: str) -> tuple[str, str, str]:
     """The settings (of ``analytics.drift``) that size ``dim``'s windows: its current
-    window's, its frozen baseline's warm-up's and its ``min_count``'s (``known_refusal`` has
-    its own: ``known_window_s`` for both spans, ``known_min_count``).
+    window's, its frozen baseline's warm-up's and its ``min_count``'s (``known_refusal`` and
+    ``known_miss`` have their own: ``known_window_s`` for both spans, ``known_min_count``).
 
-    >>> _setting_keys("refusal"), _setting_keys("known_refusal")
+    >>> _setting_keys("refusal"), _setting_keys("known_miss")
     (('window_s', 'warmup_s', 'min_count'), ('known_window_s', 'known_window_s', 'known_min_count'))
     """
-    if dim == KNOWN_REFUSAL:
+    if dim in KNOWN:
         return "known_window_s", "known_window_s", "known_min_count"
     return "window_s", "warmup_s", "min_count"
 

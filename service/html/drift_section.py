@@ -16,10 +16,19 @@ from markupsafe import Markup
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table, when
 
-DIMENSIONS = ("language", "topic", "refusal", "out_of_scope", "known_refusal", "terms")
+DIMENSIONS = (
+    "language",
+    "topic",
+    "refusal",
+    "out_of_scope",
+    "known_refusal",
+    "known_miss",
+    "terms",
+)
 #: The dimensions a report may leave out (``terms``: off, or a report from before it;
-#: ``known_refusal``: no live-quality stage, or a report from before session 37).
-OPTIONAL = ("known_refusal", "terms")
+#: ``known_refusal``: no live-quality stage, or a report from before session 37;
+#: ``known_miss``: the same, or a report from before session 38).
+OPTIONAL = ("known_refusal", "known_miss", "terms")
 #: Said under the table when a row's drift is held by hysteresis.
 HELD_NOTE = (
     "Held by hysteresis: this test alone would not raise an alarm (its effect is below the "

@@ -104,6 +104,8 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
         *_candidate_coverage(known, k),
         *quality_over_time(over, k),
     ]
+    if quality.get("recent_text"):  # the service's latest window beside the all-time table
+        parts.append(para(str(quality["recent_text"])))
     refusals = quality.get("refusals") or {}
     if refusals:
         parts.append(

@@ -170,6 +170,7 @@ def analytics_sections(
                 {
                     "out_of_scope": (analytics.get("out_of_scope") or {}).get("off"),
                     "known_refusal": _known_off(analytics),
+                    "known_miss": _known_off(analytics, "to score"),
                 },
             ),
             refusals_section(analytics, series),
@@ -488,10 +489,10 @@ def _shares_over_time(
     )
 
 
-def _known_off(analytics: Mapping[str, Any]) -> str | None:
-    """Why the ``known_refusal`` drift dimension is off (no live-quality stage: no gold set,
-    so no known question to refuse), or ``None``: the analytics' refusals carry
-    ``known_over_refusal`` whenever there is one."""
+def _known_off(analytics: Mapping[str, Any], what: str = "to refuse") -> str | None:
+    """Why the ``known_refusal`` (or, ``what`` "to score", ``known_miss``) drift dimension
+    is off (no live-quality stage: no gold set, so no known question to refuse or score), or
+    ``None``: the analytics' refusals carry ``known_over_refusal`` whenever there is one."""
     if "known_over_refusal" in (analytics.get("refusals") or {}):
         return None
-    return "no gold set: no known question to refuse"
+    return f"no gold set: no known question {what}"

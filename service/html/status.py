@@ -109,8 +109,9 @@ def render_status_page(
 def moved_section(
     analytics: Mapping[str, Any] | None, extras: Mapping[str, Any] | None = None
 ) -> Markup:
-    """``What moved``: one row each for drift, refusals, shadow and suggestions, each linking
-    to its section below (rows without data are left out)."""
+    """``What moved``: one row each for drift, refusals, production's retrieval on known
+    questions (all time and the latest ``known_miss`` window), shadow and suggestions, each
+    linking to its section below (rows without data are left out)."""
     rows: list[list[object]] = []
     if analytics is not None:
         drift = analytics.get("drift") or {}
@@ -143,6 +144,17 @@ def moved_section(
                      + (f"; {(refusals.get('known_over_refusal') or {})['text']}"
                         if (refusals.get("known_over_refusal") or {}).get("text")
                         else "")])  # fmt: skip
+    quality = find_extra("quality", analytics, extras)
+    production = ((quality or {}).get("known") or {}).get("production") or {}
+    if production.get("n_scored"):  # production's retrieval: all time, then the latest window
+        rows.append(
+            [
+                _link("quality", "retrieval"),
+                f"production hit rate@{quality.get('k')} on known questions: all time "
+                f"{num(production.get('hit_rate'))} of {production['n_scored']}"
+                + (f"; {quality['recent_text']}" if quality.get("recent_text") else ""),
+            ]
+        )
     shadow = find_extra("shadow", analytics, extras)
     if shadow is not None:
         agreement = [

@@ -569,12 +569,14 @@ def render_text(doc: ReplayReport) -> str:
         )
     drift = analytics["drift"]
     shown = {dim: drift[dim]["state"]
-             for dim in ("language", "topic", "refusal", "out_of_scope", "known_refusal", "terms")
+             for dim in ("language", "topic", "refusal", "out_of_scope", "known_refusal",
+                         "known_miss", "terms")
              if dim in drift}  # fmt: skip
     if scope.get("off"):  # no detector: no data to be insufficient
         shown["out_of_scope"] = "off"
-    if "known_refusal" in shown and not (doc.get("quality") or {}).get("threshold"):
-        shown["known_refusal"] = "off"  # no gold set: no known question to refuse
+    for dim in ("known_refusal", "known_miss"):
+        if dim in shown and not (doc.get("quality") or {}).get("threshold"):
+            shown[dim] = "off"  # no gold set: no known question to refuse or to score
     if topics_off:  # every question "und": no topic to test (trial 9 read insufficient_data)
         shown["topic"] = "off"
     states = ", ".join(f"{dim} {state}{_untested_note(drift.get(dim), state)}"

@@ -27,7 +27,10 @@ stage (which should hand every finished :class:`~service.shadow.runner.ShadowRes
    its asker gets ``annotations[i]["known_refused"]`` = ``refused`` (``True``: an
    over-refusal, no out-of-scope detector needed; absent otherwise, and when ``refused`` is
    None): the drift stage, which runs after this one, feeds its ``known_refusal`` rate from
-   it (:mod:`service.drift.stage`);
+   it (:mod:`service.drift.stage`). A known question production's ranking was scored on
+   gets ``annotations[i]["known_missed"]`` = hit@k is 0 (its top k holds no passage the
+   asker may read among the gold ones; absent when not scored): the drift stage's
+   ``known_miss`` rate (trial 38);
 4. writes ``annotations[i]["acl_violations"]`` (production's retrieved passage ids the
    event's ``user.role`` may not read, ranking order; ``[]`` when none or role unknown) and
    ``annotations[i]["acl_leaks"]`` (the answer's citations the role may not read, when the
@@ -393,6 +396,8 @@ class LiveQualityStage:
                         else dict(zip(_SCORES, scores, strict=True)),
                     }
                     self._remember(event.event_id, match.gold_id, scores)
+                    if scores is not None:  # the drift stage's known_miss rate
+                        notes["known_missed"] = scores[1] == 0.0
                     refused = notes.get("refused")
                     if self._count_refusal(question, role, refused, language) and \
                             refused is not None:  # fmt: skip
@@ -900,6 +905,67 @@ def _known_refusal(refusals: Mapping[str, int]) -> dict[str, Any]:
     n, x = int(refusals.get("known_answerable", 0)), int(refusals.get("refused_answerable", 0))
     low, high = wilson(x, n) if n else (None, None)
     return {"n": n, "refused": x, "rate": x / n if n else None, "low": low, "high": high}
+
+
+def recent_known_hits(
+    test: Mapping[str, Any] | None, window_s: float, k: int, state: str | None = None
+) -> dict[str, Any] | None:
+    """Production's live hit rate@k on known questions over the latest drift window, beside
+    the all-time figures of :meth:`LiveQualityStage.report` (trial 38: ``/v1/quality`` and the
+    status page gave only all-time figures while a 12-hour collapse to 0 went by), from the
+    drift stage's ``known_miss`` baseline comparison (``test``: its report as a dict,
+    ``n_current``/``rate_current`` the latest window's scored known questions and miss rate,
+    ``n_reference``/``rate_reference`` the baseline's; ``None`` before its first test).
+
+    Returns ``{"window_s", "k", "n", "hit_rate", "low", "high", "baseline_n",
+    "baseline_hit_rate", "state", "timestamp"}`` (hit rate = 1 - miss rate, its Wilson 95 %
+    interval; a rate ``None`` until the comparison is tested: while its baseline warms up —
+    the first ``known_window_s`` of traffic — or its window holds under ``known_min_count``
+    scored known questions, ``n`` still the window's count; ``state``: the
+    dimension's, default the comparison's; ``timestamp``: the test's event time, Unix
+    seconds), or ``None`` without a test. Never raises on a report with keys missing.
+
+    >>> row = recent_known_hits({"n_current": 40, "rate_current": 0.25, "n_reference": 100,
+    ...                          "rate_reference": 0.03, "state": "drift", "timestamp": 0.0},
+    ...                         86400.0, 10)
+    >>> row["hit_rate"], row["baseline_hit_rate"], row["state"], round(row["low"], 3)
+    (0.75, 0.97, 'drift', 0.598)
+    """
+    if not test:
+        return None
+    n, n_ref = int(test.get("n_current") or 0), int(test.get("n_reference") or 0)
+
+    def hit_rate(count: int, miss: Any) -> float | None:
+        return 1.0 - float(miss) if count and miss is not None and math.isfinite(miss) else None
+
+    rate = hit_rate(n, test.get("rate_current"))
+    low, high = wilson(round(rate * n), n) if rate is not None else (None, None)
+    return {"window_s": float(window_s), "k": int(k), "n": n, "hit_rate": rate,
+            "low": low, "high": high, "baseline_n": n_ref,
+            "baseline_hit_rate": hit_rate(n_ref, test.get("rate_reference")),
+            "state": state or test.get("state"), "timestamp": test.get("timestamp")}  # fmt: skip
+
+
+def recent_known_text(recent: Mapping[str, Any] | None) -> str | None:
+    """:func:`recent_known_hits` in words (``None`` without it, or before a window held a
+    scored known question).
+
+    >>> print(recent_known_text({"window_s": 86400.0, "k": 10, "n": 40, "hit_rate": 0.75,
+    ...     "low": 0.598, "high": 0.858, "baseline_n": 100, "baseline_hit_rate": 0.97,
+    ...     "state": "drift"}))  # doctest: +NORMALIZE_WHITESPACE
+    last 24 h: production hit rate@10 on known questions 0.750 [0.598, 0.858] of 40
+    (baseline 0.970 of 100; known_miss drift)
+    """
+    if not recent or recent.get("hit_rate") is None:
+        return None
+    hours = recent["window_s"] / 3600
+    span = f"{hours:g} h" if hours >= 1 else f"{recent['window_s'] / 60:g} min"
+    base = recent.get("baseline_hit_rate")
+    return (f"last {span}: production hit rate@{recent['k']} on known questions "
+            f"{recent['hit_rate']:.3f} [{recent['low']:.3f}, {recent['high']:.3f}] of "
+            f"{recent['n']} (baseline "
+            + (f"{base:.3f} of {recent['baseline_n']}" if base is not None else "not set yet")
+            + f"; known_miss {recent.get('state')})")  # fmt: skip
 
 
 #: What the known-refusal figures are, in the reports' words.

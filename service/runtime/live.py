@@ -176,6 +176,7 @@ class Live:
             if (drift := self.analytics.drift) is not None:
                 self.analytics_metrics.observe_drift(drift.report())
                 self.analytics_metrics.count_kept_out(drift.take_kept_out())
+                self.analytics_metrics.count_alarms(drift.take_alarms())
                 self.name_unlabelled()
         self.export_shadow()
 

@@ -36,6 +36,7 @@ from service.evaluation.detector_quality import quality_gauges
 from service.pacing import Backoff
 from service.pipeline import Stage
 from service.quality.known import KnownQuestionIndex
+from service.quality.stage import recent_known_hits, recent_known_text
 from service.records import PII_TYPES, GoldQuestion
 from service.runtime.live import (
     build_live,
@@ -669,7 +670,14 @@ class Runtime:
         try:
             self.live.collect_shadow()
             shadow = self.live.shadow.report() if self.live.shadow is not None else None
-            return self.live.quality.report(shadow)
+            report = self.live.quality.report(shadow)
+            drift = self.live.analytics.drift
+            if drift is not None:  # the latest window's figures beside the all-time ones
+                test, state, window_s = drift.recent_known()
+                recent = recent_known_hits(test, window_s, self.live.quality.k, state)
+                report["recent"] = recent
+                report["recent_text"] = recent_known_text(recent)
+            return report
         finally:
             self.engine.lock.release()
 

@@ -362,8 +362,9 @@ class DriftSettings(_Frozen):
             held, not taken as the time). 1: never hold.
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day of the four shared dimensions (language, topic,
-            refusal, out-of-scope), split by Bonferroni; ``terms`` and ``known_refusal``
-            each add a share of their own (the whole family's budget is 6/4 of it).
+            refusal, out-of-scope), split by Bonferroni; ``terms``, ``known_refusal`` and
+            ``known_miss`` each add a share of their own (the whole family's budget is 7/4
+            of it).
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
             shares and rates as fractions; above 0), judged on the CI bound nearest zero; an
             alarm clears when the effect falls below half of it (hysteresis: with 0 it could
@@ -383,9 +384,12 @@ class DriftSettings(_Frozen):
             (live questions matched to a gold row the asker may read; a refusal of one is an
             over-refusal). Known questions are a small part of the traffic, so its windows
             are longer than ``window_s`` (one day by default); its tests follow
-            ``test_every_s`` and its lateness the other settings here.
-        known_min_count: known answerable questions a window of ``known_refusal`` needs
-            before it is tested (and its baseline before it is ready, up to 30).
+            ``test_every_s`` and its lateness the other settings here. The ``known_miss``
+            dimension (the rate at which production's top k misses the gold passages of a
+            known question: 1 - its live hit rate@k) has the same windows.
+        known_min_count: known answerable questions a window of ``known_refusal`` (scored
+            known questions, of ``known_miss``) needs before it is tested (and its baseline
+            before it is ready, up to 30).
     """
 
     window_s: float = Field(default=3600.0, gt=0)

@@ -23,7 +23,7 @@ from service.telemetry.conventions import metric_name as _name
 
 #: Drift dimensions and comparisons (bounded label values).
 DRIFT_DIMENSIONS: tuple[str, ...] = ("language", "topic", "refusal", "out_of_scope",
-                                     "known_refusal", "terms")  # fmt: skip
+                                     "known_refusal", "known_miss", "terms")  # fmt: skip
 DRIFT_COMPARISONS: tuple[str, ...] = ("reference", "baseline")
 DRIFT_STATES: tuple[str, ...] = ("ok", "drift", "insufficient_data", "uncalibrated", "starved")
 #: Why the drift stage kept an event out of its windows for good (bounded label values of
@@ -83,6 +83,8 @@ class AnalyticsMetrics:
     goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
     goldwatch_drift_events_kept_out_total        counter reason (late, future)
     goldwatch_drift_events_held_ahead            gauge   (events held ahead of the watermark)
+    goldwatch_drift_alarms_total                 counter dimension, comparison (alarms
+                                                         raised: moves into drift)
     goldwatch_coverage_gap_ratio                 gauge   dimension, category
     goldwatch_detector_auc                       gauge   detector (ROC AUC on its
                                                          calibration data; absent: unknown)
@@ -124,6 +126,7 @@ class AnalyticsMetrics:
     drift_rate: Gauge
     drift_kept_out: Counter
     drift_held_ahead: Gauge
+    drift_alarms: Counter
     coverage_gap: Gauge
     detector_auc: Gauge
     detector_auc_bound: Gauge
@@ -296,6 +299,18 @@ class AnalyticsMetrics:
             if n:
                 label = bounded_label(reason, DRIFT_KEPT_OUT_REASONS)
                 self.drift_kept_out.labels(reason=label).inc(n)
+
+    def count_alarms(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Count the drift alarms raised since the last call, ``{(dimension, comparison):
+        n}`` (:meth:`service.drift.stage.DriftStage.take_alarms`; a dimension or comparison
+        outside :data:`DRIFT_DIMENSIONS` / :data:`DRIFT_COMPARISONS` counts under
+        ``other``)."""
+        for (dimension, comparison), n in counts.items():
+            if n:
+                self.drift_alarms.labels(
+                    dimension=bounded_label(dimension, DRIFT_DIMENSIONS),
+                    comparison=bounded_label(comparison, DRIFT_COMPARISONS),
+                ).inc(n)
 
     def set_gold_shares(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
         """Export the gold set's share of every category (the drift references)."""
@@ -511,6 +526,14 @@ def build_analytics_metrics(
             "event_time.ahead. Falls when analytics.drift.ahead_confirm of them confirm a "
             "jump in event time and are released into the windows.", [],
         ),
+        drift_alarms=counter(
+            "drift_alarms", "Drift alarms raised: moves of a dimension's comparison into the "
+            "drift state (GET /v1/drift alarms without the widenings and clearings), counted "
+            "when raised, so an alarm raised and cleared within minutes of wall time (a log "
+            "or a backlog read faster than real time) still counts once. Not restored on a "
+            "restart: a restored open alarm was counted by the process that raised it.",
+            ["dimension", "comparison"],
+        ),
         coverage_gap=gauge(
             "coverage_gap_ratio", "Live share's 95 % Wilson lower bound minus gold-set share, "
             "for categories the gold set under-covers (the drift view's coverage gaps, over all "
@@ -582,4 +605,7 @@ def build_analytics_metrics(
                 metrics.drift_state.labels(dimension=dimension, comparison=comparison, state=state)
     for reason in DRIFT_KEPT_OUT_REASONS:
         metrics.drift_kept_out.labels(reason=reason)
+    for dimension in DRIFT_DIMENSIONS:  # at 0: increase() needs a sample before the first alarm
+        for comparison in DRIFT_COMPARISONS:
+            metrics.drift_alarms.labels(dimension=dimension, comparison=comparison)
     return metrics

@@ -244,7 +244,7 @@ def test_a_restart_that_reads_nothing_new_keeps_the_silenced_novel_rise_uncalibr
     assert rerun.states() == first.states() == {
         "language": "ok", "topic": "uncalibrated", "refusal": "insufficient_data",
         "out_of_scope": "insufficient_data", "known_refusal": "insufficient_data",
-        "terms": "ok"}  # fmt: skip
+        "known_miss": "insufficient_data", "terms": "ok"}  # fmt: skip
     assert after["topic"]["comparisons"]["baseline"]["tested_state"] == "drift"
     assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
 

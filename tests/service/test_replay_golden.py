@@ -636,6 +636,17 @@ sentence). Demo (649 answers set the flag; 649 of them have a text): en 519 read
 refused, the text reads the same 34 (precision and recall 34/34, Wilson [0.898, 1]), hi-Latn
 116 read, 25/25 ([0.867, 1]), hi 14 read, 9/9 (few: fewer than 10 flagged refusals);
 production-shaped and 20k: ``[]`` and ``None`` (the benchmark's log sets no flag).
+All three rewritten in the thirty-eighth session (s38-alerts; trial 38 HIGH 2: a 12-hour
+collapse of production's hit rate@10 on known questions raised nothing live) for one added
+field and nothing else (checked by a field-by-field diff against the former files: one added
+key in each, no value changed, no key removed, the suggestions and the 20k digest
+unchanged): ``analytics.drift.known_miss``, the drift dimension of production's miss rate on
+known questions (1 - live hit rate@10; the live-quality stage's new ``known_missed``
+annotation), baseline only, on the known-question windows (24 h, 30 scored known questions)
+with its own Bonferroni share, so no other dimension's level moved: demo "cannot alarm: its
+24 h windows hold fewer than known_min_count (30) scored known questions (the busiest had
+11)"; production (59) and 20k (419): the baseline still warming up, the logs being shorter
+than its 24 h — the same states, sizes and levels as ``known_refusal``'s.
 """
 
 from __future__ import annotations

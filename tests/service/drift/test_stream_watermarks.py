@@ -316,7 +316,7 @@ def test_every_detector_of_the_stage_has_the_replay_baseline_from_two_partitions
     1,080 events at 0…21,580 s in every detector, as one stream in time order (a replay)
     gives; language and topic (with a gold set) keep 24 h of history, refusal and out of scope
     only 6 h (the trial: topic 1,500, refusal 748); known_refusal (its windows the drift
-    windows here: no known_windows given) likewise."""
+    windows here: no known_windows given) and known_miss likewise."""
     from datetime import UTC, datetime, timedelta
 
     from service.drift.stage import DIMENSIONS, DriftStage
@@ -325,7 +325,8 @@ def test_every_detector_of_the_stage_has_the_replay_baseline_from_two_partitions
     events = [types.SimpleNamespace(timestamp=start + timedelta(seconds=20 * i))
               for i in range(3000)]  # fmt: skip
     notes = [{"language": "en", "topic": "fees", "refused": i % 7 == 0,
-              "out_of_scope": i % 5 == 0, "known_refused": i % 3 == 0}
+              "out_of_scope": i % 5 == 0, "known_refused": i % 3 == 0,
+              "known_missed": i % 4 == 0}
              for i in range(3000)]  # fmt: skip
     gold = {"language": {"en": 40}, "topic": {"fees": 40}}
     clock = (start + timedelta(days=30)).timestamp
