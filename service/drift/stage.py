@@ -5,7 +5,8 @@ Dimensions (each with its own detector, windows over event time):
 * ``language`` — categorical, reference = the gold set's language counts;
 * ``topic`` — categorical, reference = the gold set's topic counts;
 * ``refusal`` — binary rate of refused answers (events with an answer only);
-* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score);
+* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score
+  that the off-corpus cutoff's range does not move: ``out_of_scope_stable``);
 * ``known_refusal`` — binary rate of refused answers to known answerable gold questions
   (``annotations[i]["known_refused"]``, written by the live-quality stage, which runs
   before this one: a live question matched to an answerable gold row the asker may read;
@@ -73,7 +74,12 @@ log = logging.getLogger(__name__)
 CATEGORICAL = ("language", "topic")
 #: The rate of refusals of known answerable gold questions (module docstring).
 KNOWN_REFUSAL = "known_refusal"
-RATES = {"refusal": "refused", "out_of_scope": "out_of_scope", KNOWN_REFUSAL: "known_refused"}
+#: Each rate dimension's annotation: ``out_of_scope`` tests the verdicts the off-corpus
+#: cutoff's range does not move (``out_of_scope_stable``:
+#: :class:`~service.refusals.stage.EmbeddingScopeStage`; trial 37b, H2: an in-corpus surge
+#: the gold set does not cover sat in that range and raised an out-of-scope alarm).
+RATES = {"refusal": "refused", "out_of_scope": "out_of_scope_stable",
+         KNOWN_REFUSAL: "known_refused"}  # fmt: skip
 TERMS = "terms"
 #: The annotation of a question the topic stage gave no topic: no gold row is written in its
 #: language (:class:`service.topics.stage.TopicStage`); it is in no topic share.
@@ -91,7 +97,9 @@ SIZED = (*SHARED, KNOWN_REFUSAL)
 MAX_ALARMS = 100
 #: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
 UNITS = {"language": "questions", "topic": "questions given a topic", "refusal": "answers",
-         "out_of_scope": "scored questions", KNOWN_REFUSAL: "known answerable questions",
+         "out_of_scope": "scored questions (verdicts the off-corpus cutoff's range does not "
+                         "move)",
+         KNOWN_REFUSAL: "known answerable questions",
          TERMS: "questions"}  # fmt: skip
 #: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
 SETTINGS = "analytics.drift"

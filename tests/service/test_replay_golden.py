@@ -610,6 +610,19 @@ field with the former code's export: the question lost ``coverage_gap`` with its
 priorities moved in the 3rd-4th digit with topic-7's gap, and at the 5,000 cap three
 suggestions (``ways to transfer my 401k`` ...) gave way to three answered-out-of-scope ones
 (``how is the weather in austin`` ...); every other field equal).
+All three rewritten in the thirty-eighth session (s38-oos, trial 37b H2/M3) for the
+off-corpus cutoff's range and the drift dimension that leaves out the verdicts it moves, and
+nothing else (checked field for field against the former files: no verdict, count, alarm or
+suggestion moved). Added: ``analytics.out_of_scope.support.band`` and ``band_by_script``
+(the cutoff's 95 % bootstrap range: demo Latn [0.263, 0.346], production and 20k Latn
+[0.264, 0.331], Deva [0.614, 0.650]), each ``support.by_language`` row's ``band`` and
+``analytics.out_of_scope.unstable`` (demo 0 out / 606 in of 3,000 scored, production 301 /
+73 of 2,593, 20k 2,017 / 596 of 17,441). Moved: the ``out_of_scope`` drift comparison vs
+baseline, now of the other verdicts (``out_of_scope_stable``) — demo n_current 300 → 237,
+n_reference 428 → 355, rates 0.053 / 0.033 → 0.068 / 0.039, p 0.168 → 0.127 (still ``ok``),
+its ``detectable`` figures and alpha in the 4th digit; production and 20k: still warming up,
+``detectable`` n 2,155 → 1,845 and 6,394 → 5,433, and the ``insufficient`` reason names the
+new unit ("scored questions (verdicts the off-corpus cutoff's range does not move)").
 """
 
 from __future__ import annotations
