@@ -617,7 +617,7 @@ suggestion moved). Added: ``analytics.out_of_scope.support.band`` and ``band_by_
 (the cutoff's 95 % bootstrap range: demo Latn [0.263, 0.346], production and 20k Latn
 [0.264, 0.331], Deva [0.614, 0.650]), each ``support.by_language`` row's ``band`` and
 ``analytics.out_of_scope.unstable`` (demo 0 out / 606 in of 3,000 scored, production 301 /
-73 of 2,593, 20k 2,017 / 596 of 17,441). Moved: the ``out_of_scope`` drift comparison vs
+70 of 2,593, 20k 2,017 / 584 of 17,441). Moved: the ``out_of_scope`` drift comparison vs
 baseline, now of the other verdicts (``out_of_scope_stable``) — demo n_current 300 → 237,
 n_reference 428 → 355, rates 0.053 / 0.033 → 0.068 / 0.039, p 0.168 → 0.127 (still ``ok``),
 its ``detectable`` figures and alpha in the 4th digit; production and 20k: still warming up,
