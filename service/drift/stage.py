@@ -88,6 +88,10 @@ UNJUDGED_TOPIC = "topic_unjudged_language"
 #: before it (its baseline may hold such questions as ``novel`` or another topic) is not
 #: restored (:meth:`DriftStage.restore`).
 TOPIC_RULE = "gold_languages"
+#: Saved with the state: the ``out_of_scope`` windows count the verdicts the off-corpus
+#: cutoff's range does not move (``out_of_scope_stable``). A state kept before (its windows
+#: count every verdict) restores no ``out_of_scope`` detector (:meth:`DriftStage.restore`).
+SCOPE_RULE = "stable_verdicts"
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
@@ -959,6 +963,7 @@ class DriftStage:
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_rule": TOPIC_RULE,
+            "scope_rule": SCOPE_RULE,
         }
 
     def restore(self, state: Any) -> None:
@@ -969,7 +974,11 @@ class DriftStage:
         counted those questions under a topic (mostly ``novel``), and a window of the others
         compared with it alarmed on unchanged traffic (a review: ``falling novel`` 28 % → 2 %
         at the first test after the upgrade). The topic dimension warms up afresh, as at a
-        first start; its live counts and the alarm history are kept."""
+        first start; its live counts and the alarm history are kept. Likewise a snapshot kept
+        before the ``out_of_scope`` dimension tested only the verdicts the off-corpus cutoff's
+        range does not move (no ``scope_rule``): its windows counted every verdict, and a
+        window of the stable ones compared with them alarmed on unchanged traffic (review
+        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade)."""
         if not state:
             return
         detectors = state.get("detectors", {})
@@ -979,6 +988,12 @@ class DriftStage:
                     log.info("drift: the topic windows of a state kept before questions in a "
                              "language without gold rows were left out are not restored: "
                              "the topic dimension warms up afresh")  # fmt: skip
+                continue
+            if dim == "out_of_scope" and state.get("scope_rule") != SCOPE_RULE:
+                if detectors.get(dim) is not None:
+                    log.info("drift: the out_of_scope windows of a state kept before they "
+                             "counted only the verdicts the off-corpus cutoff's range does not "
+                             "move are not restored: the dimension warms up afresh")  # fmt: skip
                 continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
