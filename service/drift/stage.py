@@ -5,7 +5,8 @@ Dimensions (each with its own detector, windows over event time):
 * ``language`` — categorical, reference = the gold set's language counts;
 * ``topic`` — categorical, reference = the gold set's topic counts;
 * ``refusal`` — binary rate of refused answers (events with an answer only);
-* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score);
+* ``out_of_scope`` — binary rate of questions judged out of scope (events with a score
+  that the off-corpus cutoff's range does not move: ``out_of_scope_stable``);
 * ``known_refusal`` — binary rate of refused answers to known answerable gold questions
   (``annotations[i]["known_refused"]``, written by the live-quality stage, which runs
   before this one: a live question matched to an answerable gold row the asker may read;
@@ -86,8 +87,12 @@ KNOWN_REFUSAL = "known_refusal"
 KNOWN_MISS = "known_miss"
 #: The dimensions on the known questions' own windows (``known_window_s``, ``known_min_count``).
 KNOWN = (KNOWN_REFUSAL, KNOWN_MISS)
-RATES = {"refusal": "refused", "out_of_scope": "out_of_scope", KNOWN_REFUSAL: "known_refused",
-         KNOWN_MISS: "known_missed"}  # fmt: skip
+#: Each rate dimension's annotation: ``out_of_scope`` tests the verdicts the off-corpus
+#: cutoff's range does not move (``out_of_scope_stable``:
+#: :class:`~service.refusals.stage.EmbeddingScopeStage`; trial 37b, H2: an in-corpus surge
+#: the gold set does not cover sat in that range and raised an out-of-scope alarm).
+RATES = {"refusal": "refused", "out_of_scope": "out_of_scope_stable",
+         KNOWN_REFUSAL: "known_refused", KNOWN_MISS: "known_missed"}  # fmt: skip
 TERMS = "terms"
 #: The annotation of a question the topic stage gave no topic: no gold row is written in its
 #: language (:class:`service.topics.stage.TopicStage`); it is in no topic share.
@@ -96,6 +101,10 @@ UNJUDGED_TOPIC = "topic_unjudged_language"
 #: before it (its baseline may hold such questions as ``novel`` or another topic) is not
 #: restored (:meth:`DriftStage.restore`).
 TOPIC_RULE = "gold_languages"
+#: Saved with the state: the ``out_of_scope`` windows count the verdicts the off-corpus
+#: cutoff's range does not move (``out_of_scope_stable``). A state kept before (its windows
+#: count every verdict) restores no ``out_of_scope`` detector (:meth:`DriftStage.restore`).
+SCOPE_RULE = "stable_verdicts"
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
@@ -105,7 +114,9 @@ SIZED = (*SHARED, *KNOWN)
 MAX_ALARMS = 100
 #: What a dimension's windows count (the unit of an ``insufficient_data`` reason).
 UNITS = {"language": "questions", "topic": "questions given a topic", "refusal": "answers",
-         "out_of_scope": "scored questions", KNOWN_REFUSAL: "known answerable questions",
+         "out_of_scope": "scored questions (verdicts the off-corpus cutoff's range does not "
+                         "move)",
+         KNOWN_REFUSAL: "known answerable questions",
          KNOWN_MISS: "scored known questions", TERMS: "questions"}  # fmt: skip
 #: Where the windows and ``min_count`` are set (``analytics.drift`` of the configuration).
 SETTINGS = "analytics.drift"
@@ -994,6 +1005,7 @@ class DriftStage:
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_rule": TOPIC_RULE,
+            "scope_rule": SCOPE_RULE,
         }
 
     def restore(self, state: Any) -> None:
@@ -1004,7 +1016,11 @@ class DriftStage:
         counted those questions under a topic (mostly ``novel``), and a window of the others
         compared with it alarmed on unchanged traffic (a review: ``falling novel`` 28 % → 2 %
         at the first test after the upgrade). The topic dimension warms up afresh, as at a
-        first start; its live counts and the alarm history are kept."""
+        first start; its live counts and the alarm history are kept. Likewise a snapshot kept
+        before the ``out_of_scope`` dimension tested only the verdicts the off-corpus cutoff's
+        range does not move (no ``scope_rule``): its windows counted every verdict, and a
+        window of the stable ones compared with them alarmed on unchanged traffic (review
+        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade)."""
         if not state:
             return
         detectors = state.get("detectors", {})
@@ -1014,6 +1030,12 @@ class DriftStage:
                     log.info("drift: the topic windows of a state kept before questions in a "
                              "language without gold rows were left out are not restored: "
                              "the topic dimension warms up afresh")  # fmt: skip
+                continue
+            if dim == "out_of_scope" and state.get("scope_rule") != SCOPE_RULE:
+                if detectors.get(dim) is not None:
+                    log.info("drift: the out_of_scope windows of a state kept before they "
+                             "counted only the verdicts the off-corpus cutoff's range does not "
+                             "move are not restored: the dimension warms up afresh")  # fmt: skip
                 continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))

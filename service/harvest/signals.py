@@ -398,8 +398,12 @@ def event_reasons(
         notes: the event's annotations (``topic``, ``refused``, ``under_refusal``,
             ``acl_leaks``); missing keys mean "unknown", never a reason. An under-refusal
             whose ``scope_calibrated`` is ``False`` (the out-of-scope detector is below the
-            quality floor) is no reason either, nor is a ``novel`` topic whose
-            ``novelty_calibrated`` is ``False``.
+            quality floor) is no reason either, nor one whose ``scope_unstable`` is ``True``
+            (the off-corpus cutoff's bootstrap range moves its verdict:
+            :func:`~service.refusals.scope.unstable_verdicts`; trial 37b: 128 of the 178
+            covered-intent questions and 31 of the 43 top-up ones the harvest called
+            answered out of scope were such, against 33 of the 119 CLINC150 / Hinglish-TOP
+            ones), nor is a ``novel`` topic whose ``novelty_calibrated`` is ``False``.
         gap: the larger coverage gap of its topic and language (reason from ``min_gap``).
         low_confidence: the caller's verdict from :class:`ScoreWindow`.
         active: the reasons with weight > 0 (computed from ``config`` when ``None``; callers
@@ -419,7 +423,8 @@ def event_reasons(
         bits |= _NOVEL
     if get("refused") is True:
         bits |= _REFUSED
-    if get("under_refusal") is True and get("scope_calibrated") is not False:
+    if (get("under_refusal") is True and get("scope_calibrated") is not False
+            and get("scope_unstable") is not True):  # fmt: skip
         bits |= _OUT_OF_SCOPE
     if low_confidence:
         bits |= _LOW_CONFIDENCE

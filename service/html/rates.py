@@ -25,6 +25,7 @@ from service.refusals.scope import (
     live_before_by_language,
     rate_interval,
     support_by_language_text,
+    unstable_text,
 )
 
 RATES = (
@@ -228,6 +229,8 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
         if support.get("by_language"):
             limit = support_by_language_text(support)[-1]
             rows.append(["off-corpus rule limit", limit.removeprefix("off-corpus rule limit: ")])
+        if unstable := unstable_text(scope):  # verdicts the cutoff's range moves
+            rows.append([f"verdicts the off-corpus cutoff's range moves{mark}", unstable])
         if (before := live_before_by_language(scope)) > 0:  # totals kept before the counts
             rows.append([f"off-corpus, counted before the counts by language were kept{mark}",
                          before])  # fmt: skip

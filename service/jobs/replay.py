@@ -102,6 +102,7 @@ from service.refusals.scope import (
     no_gold_rows_text,
     support_by_language_text,
     support_text,
+    unstable_text,
 )
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
@@ -562,6 +563,8 @@ def render_text(doc: ReplayReport) -> str:
             live = live_by_language_text(scope)
             if live:
                 lines.append(f"    {live}")
+            if unstable := unstable_text(scope):
+                lines.append(f"    {unstable}")
     scrubbed = {k: v for k, v in analytics["pii_scrubbed"].items() if v}
     if scrubbed:
         lines.append(

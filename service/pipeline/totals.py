@@ -23,6 +23,9 @@ Counting rules (one per event, from the annotations the analytics stages left):
 * ``off_corpus``: events flagged ``off_corpus`` (out of scope because they lie outside the
   embedding detector's support: :class:`~service.refusals.scope.SupportCheck`; totals kept
   before it existed start it at 0);
+* ``unstable_out`` / ``unstable_in``: events flagged ``scope_unstable`` (a verdict the
+  off-corpus cutoff's range moves: :func:`~service.refusals.scope.unstable_verdicts`) judged
+  out of scope / in scope (totals kept before them start them at 0);
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts;
 * ``counted_under`` (kept by :class:`AnnotationTotals` only): the out-of-scope detectors the
   scope counts were counted under, in order, each with the ``scope_scored`` total when it
@@ -74,7 +77,8 @@ BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows",
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
          "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus",
-         "refusals_by_flag", "refusals_by_patterns", "scored_refusals")  # fmt: skip
+         "refusals_by_flag", "refusals_by_patterns", "scored_refusals", "unstable_out",
+         "unstable_in")  # fmt: skip
 
 
 def count_annotations(
@@ -93,7 +97,7 @@ def count_annotations(
     # batch, in this stage and in the telemetry
     answers = refusals = scored = out_of_scope = over = under = off_corpus = 0
     answers_by_flag = answers_by_patterns = refusals_by_flag = refusals_by_patterns = 0
-    scored_refusals = 0
+    scored_refusals = unstable_out = unstable_in = 0
     pii: dict[str, int] = {}
     for notes in annotations:
         get = notes.get
@@ -112,6 +116,9 @@ def count_annotations(
             scored += 1
             out_of_scope += out is True
             scored_refusals += refused is True
+            if get("scope_unstable") is True:
+                unstable_out += out is True
+                unstable_in += out is False
         off_corpus += get("off_corpus") is True
         over += get("over_refusal") is True
         under += get("under_refusal") is True
@@ -123,6 +130,7 @@ def count_annotations(
         "answers_by_flag": answers_by_flag, "answers_by_patterns": answers_by_patterns,
         "off_corpus": off_corpus, "refusals_by_flag": refusals_by_flag,
         "refusals_by_patterns": refusals_by_patterns, "scored_refusals": scored_refusals,
+        "unstable_out": unstable_out, "unstable_in": unstable_in,
     }  # fmt: skip
     return flags, pii
 

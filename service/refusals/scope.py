@@ -226,6 +226,65 @@ SUPPORT_TOLERANCE = 1e-6
 CUTOFF_NOTICE_DELTA = 0.02
 
 
+#: The level of an off-corpus cutoff's bootstrap range (:func:`cutoff_band`).
+CUTOFF_BAND_LEVEL = 0.95
+
+
+def cutoff_band(
+    values: np.ndarray, trim: float, level: float = CUTOFF_BAND_LEVEL
+) -> tuple[float, float]:
+    """The range of the off-corpus cutoff :func:`robust_cutoff` ``(values, trim)`` over
+    draws of the answerable gold rows that set it: the percentile bootstrap interval (Efron &
+    Tibshirani 1993, ch. 13) at ``level``, computed exactly rather than by resampling. The
+    cutoff of a resample of ``values`` (shape ``(n,)``, n ≥ 1) with replacement is its
+    ``k``-th smallest value (0-based, ``k = ⌊trim · n⌋``: :func:`trimmed_rows`), and it is at
+    most the ``j``-th smallest of ``values`` (1-based, ties kept apart by position) iff at
+    least ``k + 1`` of the ``n`` draws fall among those ``j``: a Binomial(n, j/n) count, so
+    P = 1 - F_Bin(k; n, j/n) — the exact bootstrap law of an order statistic (Hutson & Ernst
+    2000, JRSS B 62(1), "The exact bootstrap mean and variance of an L-estimator"). The
+    range is ``(the smallest value whose P reaches (1 - level) / 2, the smallest whose P
+    reaches (1 + level) / 2)``: the inverted-cdf quantiles of that law, what an infinite
+    number of resamples would give. Deterministic, O(n).
+
+    Why: the cutoff is an order statistic of 30-60 rows, set by one or two of them; another
+    draw of as many answerable rows (one accepted suggestion) moves it by the gaps between
+    the lowest values (trial 37b, finding M3: 0.364 → 0.295 and out of scope 578 → 341 of
+    2,881 live questions). A live question whose support similarity lies in this range has an
+    off-corpus verdict that depends on that draw (:meth:`EmbeddingScope.bands`). Leaving one
+    row out (the jackknife) does not show it: it cannot add a row below the least. Nor can
+    the bootstrap: with ``k = 0`` (the least) the range starts at the cutoff.
+
+    Raises:
+        ValueError: ``values`` is empty, ``trim`` is outside [0, 1) or ``level`` outside
+            (0, 1).
+
+    Three values and ``trim`` 0 (the cutoff is a resample's least): it is 0.1 unless the
+    resample misses 0.1 (probability (2/3)³ ≈ 0.296), and 0.3 only when every draw is 0.3
+    ((1/3)³ ≈ 0.037): P(≤ 0.2) = 0.963, so the 97.5 % point is 0.3, the 95 % one 0.2.
+
+    >>> cutoff_band(np.array([0.3, 0.1, 0.2]), 0.0)
+    (0.1, 0.3)
+    >>> cutoff_band(np.array([0.3, 0.1, 0.2]), 0.0, level=0.9)
+    (0.1, 0.2)
+    """
+    from scipy.special import bdtrc  # the binomial upper tail P(X > k), a ufunc
+
+    if values.shape[0] == 0:
+        raise ValueError("a cutoff's range needs at least one value")
+    if not 0.0 <= trim < 1.0:
+        raise ValueError(f"trim must be in [0, 1), got {trim}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    n = values.shape[0]
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    # P(the resample's k-th smallest <= the j-th smallest value), j = 1..n (1 at j = n)
+    below = np.asarray(bdtrc(trimmed_rows(trim, n), n, np.arange(1, n + 1) / n), dtype=float)
+    below[-1] = 1.0
+    low = int(np.searchsorted(below, (1.0 - level) / 2 - 1e-12))
+    high = int(np.searchsorted(below, (1.0 + level) / 2 - 1e-12))
+    return float(ordered[low]), float(ordered[min(high, n - 1)])
+
+
 def off_corpus_trim(min_tpr: float) -> float:
     """The share of answerable gold rows the off-corpus rule may leave below its cutoff for a
     detector whose in-scope recall target is ``min_tpr`` (in [0, 1]): ``min(OFF_CORPUS_TRIM,
@@ -354,6 +413,13 @@ class SupportCheck(NamedTuple):
     #: ``trim`` below it: leaving out more rows would bring the detector's held-out in-scope
     #: recall below ``min_tpr`` (:class:`EmbeddingScope`)
     trim_limit: float = 0.0
+    #: the range of ``cutoff`` over draws of the answerable rows that set it: ``(low, high)``,
+    #: its :data:`CUTOFF_BAND_LEVEL` bootstrap interval (:func:`cutoff_band`); ``None``: not
+    #: measured (a fit kept before it)
+    band: tuple[float, float] | None = None
+    #: with the rule by script, each script's cutoff's range (as ``band``; the rows of
+    #: ``by_language`` carry their script's as ``"band"``)
+    band_by_script: dict[str, tuple[float, float]] = {}
 
 
 def choose_trim(n: int, limit: float, recall: Callable[[float], float], min_tpr: float) -> float:
@@ -412,6 +478,15 @@ def support_text(support: Mapping[str, Any]) -> str:
     questions once the lowest 2 of 45 are left out, set by q-7; their least is 0.208):
     held-out false-positive rate 4.4% on 45 answerable gold questions (2 of 45; Wilson 95 %
     [1.2%, 14.8%])
+
+    With the cutoff's range (:func:`cutoff_band`):
+
+    >>> print(support_text({"cutoff": 0.364, "held_out_fpr": 0.0, "n_answerable": 40,
+    ...                     "band": (0.288, 0.398)}))  # doctest: +NORMALIZE_WHITESPACE
+    off-corpus rule (support similarity below 0.364, the least any answerable gold question
+    has): held-out false-positive rate 0.0% on 40 answerable gold questions (0 of 40; Wilson
+    95 % [0.0%, 8.8%]); the cutoff's 95 % bootstrap range over draws of as many answerable
+    rows: [0.288, 0.398]
     """
     if support.get("by_language"):
         text = ("off-corpus rule by script, measured per gold-set language (support "
@@ -438,6 +513,11 @@ def support_text(support: Mapping[str, Any]) -> str:
         text = (f"off-corpus rule (support similarity below {support['cutoff']:.3f}, {how}): "
                 f"held-out false-positive rate {fpr:.1%} on {n} answerable gold questions"
                 f"{rate_interval(fpr, n)}")  # fmt: skip
+    if band := band_text(support):  # (a fit kept before the range has none)
+        said = (f"the cutoff's {CUTOFF_BAND_LEVEL * 100:.0f} % bootstrap range over draws of "
+                f"as many answerable rows: {band}")  # fmt: skip
+        # by script the text ends in a colon: its lines by language follow
+        text = f"{text[:-1]}; {said}:" if text.endswith(":") else f"{text}; {said}"
     if support.get("change"):
         text += f"; {support['change']}"
     return text
@@ -642,6 +722,61 @@ def live_by_language_text(scope: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def band_text(support: Mapping[str, Any]) -> str:
+    """The off-corpus cutoff's range as the reports state it, from a :class:`SupportCheck`'s
+    ``_asdict()``: ``"[0.288, 0.398]"``, or by script ``"Latn [0.288, 0.398], Deva [0.55,
+    0.61]"``; ``""`` when not measured.
+
+    >>> band_text({"band": (0.2878, 0.3984)})
+    '[0.288, 0.398]'
+    >>> band_text({"by_language": {"en": {}}, "band_by_script": {"Latn": [0.2878, 0.3984]}})
+    'Latn [0.288, 0.398]'
+    """
+    if support.get("by_language"):
+        bands = support.get("band_by_script") or {}
+        return ", ".join(f"{script} [{low:.3f}, {high:.3f}]"
+                         for script, (low, high) in sorted(bands.items()))  # fmt: skip
+    band = support.get("band")
+    return "" if band is None else f"[{band[0]:.3f}, {band[1]:.3f}]"
+
+
+def unstable_text(scope: Mapping[str, Any]) -> str:
+    """What the JSON report's ``out_of_scope`` says of the verdicts the off-corpus cutoff's
+    range moves (``unstable``: ``{"out": n, "in": n}``,
+    :func:`~service.pipeline.totals.count_annotations`; the range, ``support``'s
+    :func:`band_text`): how many, the out-of-scope count's range, and that the drift
+    dimension leaves them out; ``""`` when the range was not measured or none is scored.
+
+    >>> print(unstable_text({"scored": 2881, "out_of_scope": 578, "unstable": {"out": 281,
+    ...     "in": 128}, "support": {"band": (0.2878, 0.3984)}}))  # doctest: +NORMALIZE_WHITESPACE
+    409 of 2881 scored questions (14.2%) lie in the off-corpus cutoff's 95 % bootstrap range
+    over resamples of the answerable gold rows that set it ([0.288, 0.398]): 281 of the 578
+    out of scope and 128 in scope, so within that range the count could rise to 706 or fall
+    toward 297 (a bound: the detector's regression may keep some of them out); the range
+    resamples these rows and cannot fall below their least, so another gold set may move the
+    count further; the out_of_scope drift dimension tests only the other 2472
+
+    The upper end is exact (the count only grows as the cutoff rises); the lower end is a
+    bound another rule of the detector (the regression) may keep from being reached
+    (review of s38-oos).
+    """
+    unstable, scored = scope.get("unstable"), int(scope.get("scored") or 0)
+    band = band_text(scope.get("support") or {})
+    if not unstable or not band or not scored:
+        return ""
+    out, inside, total = int(unstable["out"]), int(unstable["in"]), int(scope["out_of_scope"])
+    moved = out + inside
+    level = f"{CUTOFF_BAND_LEVEL * 100:.0f} %"
+    return (f"{moved} of {scored} scored questions ({moved / scored:.1%}) lie in the "
+            f"off-corpus cutoff's {level} bootstrap range over resamples of the "
+            f"answerable gold rows that set it ({band}): {out} of the {total} out of scope "
+            f"and {inside} in scope, so within that range the count could rise to "
+            f"{total + inside} or fall toward {total - out} (a bound: the detector's "
+            f"regression may keep some of them out); the range resamples these rows and cannot fall below their least, so another gold "
+            f"set may move the count further; the out_of_scope drift dimension tests only "
+            f"the other {scored - moved}")  # fmt: skip
+
+
 def no_gold_rows_text(scope: Mapping[str, Any]) -> str:
     """The live questions the JSON report's ``out_of_scope`` gave no verdict because no gold
     row is written in their language (``no_gold_rows_by_language``); empty when none.
@@ -727,7 +862,8 @@ def support_by_language(
     Returns:
         ``{language: {"cutoff": float | None, "basis": "own" (measured) | "script Latn"
         (fewer rows) | "not judged", "script", "held_out_fpr": float | None,
-        "n_answerable", "n_unanswerable"}}`` (every language of the gold set) and
+        "n_answerable", "n_unanswerable", "band": (low, high) | None}}`` (every language of
+        the gold set; ``band``: its script's cutoff's range, :func:`cutoff_band`) and
         ``{script: cutoff}``.
 
     >>> sims = np.full((5, 5), 0.1); np.fill_diagonal(sims, 1.0)
@@ -754,7 +890,7 @@ def support_by_language(
         out[key] = {"cutoff": None, "basis": "not judged",
                     "script": max(sorted(set(found)), key=found.count) if found else None,
                     "held_out_fpr": None, "n_answerable": int((rows & labels).sum()),
-                    "n_unanswerable": int((rows & ~labels).sum())}  # fmt: skip
+                    "n_unanswerable": int((rows & ~labels).sum()), "band": None}  # fmt: skip
     # script -> rows of its measured languages written in it: a row of another script (a
     # romanised question labelled "hi", the Latin and Devanagari rows the detector left "und")
     # sets no cutoff of its language's script, nor counts towards measuring the language
@@ -767,15 +903,17 @@ def support_by_language(
             mask = setters.setdefault(row["script"], np.zeros(labels.shape[0], dtype=bool))
             mask |= in_script
             measured.add(key)
-    by_script = {
+    checks = {
         script: _calibrate_members(sims, near, labels, folds, mask, mask, near_duplicate,
-                                   trim)[0].cutoff
+                                   trim)[0]
         for script, mask in sorted(setters.items())
     }  # fmt: skip
+    by_script = {script: check.cutoff for script, check in checks.items()}
     for key, row in out.items():
         script = row["script"]
         if script not in by_script:
             continue
+        row["band"] = checks[script].band  # the script's cutoff's range (cutoff_band)
         rows = keys == key
         if key in measured:
             check = _calibrate_members(sims, near, labels, folds, setters[script], rows,
@@ -893,6 +1031,7 @@ def _calibrate_members(
         n_unanswerable=int((members & ~labels).sum()),
         trim=trim,
         least=float(values.min()),
+        band=cutoff_band(values, trim),
     )
     return check, held_below
 
@@ -1025,6 +1164,7 @@ def _pooled_support(
         least=float(values.min()),
         set_by=set_by,
         below=below_ids,
+        band=cutoff_band(values, trim),
     )
     return check, held_below
 
@@ -1561,8 +1701,10 @@ class EmbeddingScope:
                 by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
                                                              keys, scripts, min_rows,
                                                              trim=trim)  # fmt: skip
+                bands = {row["script"]: row["band"] for row in by_language.values()
+                         if row["band"] is not None}  # fmt: skip
                 support = support._replace(by_language=by_language, by_script=by_script,
-                                           min_rows=min_rows)  # fmt: skip
+                                           min_rows=min_rows, band_by_script=bands)  # fmt: skip
                 off = _held_out_by_script(gold_sims, corpus, labels, split, keys, scripts,
                                           by_language, by_script, trim=trim)  # fmt: skip
             return support, off
@@ -1703,7 +1845,24 @@ class EmbeddingScope:
         *,
         retrieve: Callable[[list[str]], Sequence[float | None]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(probability in scope, off-corpus)`` per question, shapes ``(n,)``: the
+        """``(probability in scope, off-corpus)`` per question: :meth:`score_with_support`
+        without the support similarities (the arguments and errors are its)."""
+        proba, off, _ = self.score_with_support(questions, retriever_scores, languages, cutoffs,
+                                                retrieve=retrieve)  # fmt: skip
+        return proba, off
+
+    def score_with_support(
+        self,
+        questions: Sequence[str],
+        retriever_scores: Sequence[float | None] | None = None,
+        languages: Sequence[str | None] | None = None,
+        cutoffs: np.ndarray | None = None,
+        *,
+        retrieve: Callable[[list[str]], Sequence[float | None]] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(probability in scope, off-corpus, support similarity)`` per question, shapes
+        ``(n,)``: the support similarity (:func:`support_similarity`, what the off-corpus rule
+        compares with the cutoff; :meth:`bands` says which lie in its range), and the
         probability (:meth:`score`, 0 where off-corpus) and whether the question is outside
         the detector's support (bool; :class:`SupportCheck`), each judged by the cutoff of
         its language ``languages`` (:meth:`cutoffs`; ``None``: by its script). ``cutoffs``:
@@ -1733,7 +1892,7 @@ class EmbeddingScope:
         if self.reads_retriever and not given:
             raise ValueError("this detector needs one retriever score per question")
         if not questions:
-            return np.zeros(0), np.zeros(0, dtype=bool)
+            return np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0)
         texts = list(questions)
         vectors = self.embedder.embed(texts)
         every = self._features(vectors, retriever_scores)  # retrieve: ``missing_score`` first
@@ -1742,7 +1901,8 @@ class EmbeddingScope:
             memo.remember(self.gold_vectors, texts, np.maximum(every[:, 0], every[:, 1]))
         if cutoffs is None:
             cutoffs = self.cutoffs(questions, languages)
-        off = support_similarity(every, self.use_corpus) < cutoffs - SUPPORT_TOLERANCE
+        support = support_similarity(every, self.use_corpus)
+        off = support < cutoffs - SUPPORT_TOLERANCE
         if retrieve is not None and self.reads_retriever:  # its column is the last
             inside = np.flatnonzero(~off).tolist()
             if inside:
@@ -1757,7 +1917,21 @@ class EmbeddingScope:
         else:
             proba = probability_in_scope(model, features)
         proba[off] = 0.0
-        return proba, off
+        return proba, off, support
+
+    def bands(self, cutoffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)``: the range of each question's off-corpus cutoff (``cutoffs``, from
+        :meth:`cutoffs`) over draws of the answerable gold rows that set it
+        (:attr:`SupportCheck.band`, by script :attr:`SupportCheck.band_by_script`;
+        :func:`band_edges`), shapes ``(n,)``; a cutoff without a measured range (a fit kept
+        before it, or ``-inf``: not judged) is its own range."""
+        support = self.support
+        if getattr(support, "by_language", None):
+            ranges = getattr(support, "band_by_script", None) or {}
+            pairs = [(cut, ranges.get(script)) for script, cut in support.by_script.items()]
+        else:
+            pairs = [(support.cutoff, getattr(support, "band", None))]
+        return band_edges(cutoffs, pairs)
 
     def gold_languages(self) -> frozenset[str] | None:
         """The live language keys the gold set's rows judge, answerable or not
@@ -1817,6 +1991,53 @@ class EmbeddingScope:
             elif (script := dominant_script(question)) in by_script:
                 out[i] = by_script[script]
         return out
+
+
+def band_edges(
+    cutoffs: np.ndarray, pairs: Iterable[tuple[float, tuple[float, float] | None]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` per question, shapes ``(n,)``: the range of the off-corpus cutoff each
+    question is judged by (``cutoffs``, :meth:`EmbeddingScope.cutoffs`), from ``pairs`` of
+    ``(cutoff, its range)`` (:attr:`SupportCheck.band`; ``None``: not measured, the cutoff
+    itself); a cutoff no pair names (``-inf``: not judged) is its own range.
+
+    >>> low, high = band_edges(np.array([0.3, -np.inf, 0.5]), [(0.3, (0.25, 0.4)), (0.5, None)])
+    >>> low.tolist(), high.tolist()
+    ([0.25, -inf, 0.5], [0.4, -inf, 0.5])
+    """
+    low, high = cutoffs.astype(np.float64), cutoffs.astype(np.float64)
+    for cutoff, band in pairs:
+        if band is not None:
+            at = cutoffs == cutoff
+            low[at], high[at] = band
+    return low, high
+
+
+def unstable_verdicts(
+    support: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    off: np.ndarray,
+    proba: np.ndarray,
+    threshold: float,
+) -> np.ndarray:
+    """Which verdicts depend on the draw of the answerable gold rows that set the off-corpus
+    cutoff (bool, shape ``(n,)``; all arrays shape ``(n,)``): a question whose ``support``
+    similarity lies in its cutoff's range ``[low, high)`` (:func:`band_edges`; within
+    :data:`SUPPORT_TOLERANCE`, as the rule compares) and whose verdict that range moves —
+    off-corpus now (``off``: out of scope; at the range's low end the regression would judge
+    it, which may keep it out), or in scope now (probability ``proba`` at or above
+    ``threshold``) and off-corpus at its high end. A question the regression puts out of scope
+    inside the support is out of scope at any cutoff: stable.
+
+    >>> unstable_verdicts(np.array([0.30, 0.36, 0.36, 0.50, 0.36]), np.full(5, 0.29),
+    ...                   np.full(5, 0.40), np.array([True, False, False, False, False]),
+    ...                   np.array([0.0, 0.9, 0.1, 0.9, 0.9]), 0.5).tolist()
+    [True, True, False, False, True]
+    """
+    inside = (support >= low - SUPPORT_TOLERANCE) & (support < high - SUPPORT_TOLERANCE)
+    flagged: np.ndarray = inside & (off | (proba >= threshold))
+    return flagged
 
 
 class KnownScope:

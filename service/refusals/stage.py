@@ -20,6 +20,7 @@ from service.refusals.scope import (
     best_score,
     crossed,
     event_score,
+    unstable_verdicts,
 )
 from service.text.subject import subject
 
@@ -150,7 +151,8 @@ def annotate_scope(
     calibrated: bool = True,
 ) -> None:
     """Write one event's ``scope_score``, ``scope_known``, ``out_of_scope`` (a known
-    question's own answerability wins over ``out``), :func:`crossed`, and
+    question's own answerability wins over ``out``; ``out_of_scope_stable`` the same, the
+    verdict the drift dimension tests), :func:`crossed`, and
     ``scope_calibrated``: whether the verdict is a fact — the detector reaches the quality
     floor (``calibrated``), or the gold set itself decided (a known question). Harvesting
     suggests "answered out of scope" only on calibrated verdicts."""
@@ -158,13 +160,16 @@ def annotate_scope(
     notes["scope_score"] = score
     notes["scope_known"] = gold_id
     notes["out_of_scope"] = (not inside) if inside is not None else out
+    # what the out_of_scope drift dimension tests: the verdict, unless the off-corpus
+    # cutoff's range moves it (EmbeddingScopeStage sets None then: scope_unstable)
+    notes["out_of_scope_stable"] = notes["out_of_scope"]
     notes["scope_calibrated"] = calibrated or inside is not None
     notes.update(crossed(notes.get("refused"), notes["out_of_scope"]))
 
 
 #: a question's ``(probability in scope, off-corpus, judged by the off-corpus rule, known
-#: verdict, its language has gold rows)``
-Verdict = tuple[float, bool, bool, tuple[str | None, bool | None], bool]
+#: verdict, its language has gold rows, its verdict depends on the off-corpus cutoff's draw)``
+Verdict = tuple[float, bool, bool, tuple[str | None, bool | None], bool, bool]
 
 
 class EmbeddingScopeStage(StatelessStage):
@@ -273,17 +278,23 @@ class EmbeddingScopeStage(StatelessStage):
         questions = [question for _, question in pairs]
         languages: list[str | None] = [language or None for language, _ in pairs]
         cutoffs = self.detector.cutoffs(questions, languages)
-        if self.retriever is None or not self.detector.reads_retriever:
-            proba, off = self.detector.score_support(questions, None, languages, cutoffs)
+        detector = self.detector
+        if self.retriever is None or not detector.reads_retriever:
+            proba, off, support = detector.score_with_support(questions, None, languages,
+                                                              cutoffs)  # fmt: skip
         else:  # retrieved for the questions inside the detector's support only
-            proba, off = self.detector.score_support(questions, None, languages, cutoffs,
-                                                     retrieve=self._best_scores)  # fmt: skip
+            proba, off, support = detector.score_with_support(
+                questions, None, languages, cutoffs, retrieve=self._best_scores
+            )
         judged = np.isfinite(cutoffs)
+        # verdicts the off-corpus cutoff's range moves (scope.unstable_verdicts)
+        unstable = unstable_verdicts(support, *detector.bands(cutoffs), off, proba,
+                                     detector.calibration.threshold)  # fmt: skip
         known = self.known.verdicts(questions) if self.known else [(None, None)] * len(proba)
         gold_languages = self.detector.gold_languages()
         has_gold = [not lacks_gold(language, gold_languages) for language in languages]
         return list(zip(proba.tolist(), off.tolist(), judged.tolist(), known, has_gold,
-                        strict=True))  # fmt: skip
+                        unstable.tolist(), strict=True))  # fmt: skip
 
     def process(self, batch: Batch) -> None:
         threshold = self.detector.calibration.threshold
@@ -297,7 +308,8 @@ class EmbeddingScopeStage(StatelessStage):
                  for e, notes in zip(batch.events, batch.annotations, strict=True)]  # fmt: skip
         found = self.verdicts.get_many(asked, self._verdicts)
         calibrated = self.calibrated
-        for notes, (p, off, judged, k, has_gold) in zip(batch.annotations, found, strict=True):
+        for notes, (p, off, judged, k, has_gold, unstable) in zip(batch.annotations, found,
+                                                                  strict=True):  # fmt: skip
             inside = k[1]
             # unjudged: a language no gold row is written in: neither the regression nor the
             # off-corpus rule was fitted on it (trial 12: 300 answerable Hindi questions
@@ -315,3 +327,9 @@ class EmbeddingScopeStage(StatelessStage):
             notes["off_corpus"] = off and inside is None
             # not judged by the off-corpus rule: its language (and script) has no cutoff
             notes["off_corpus_judged"] = judged or inside is not None
+            # a verdict the off-corpus cutoff's range moves (another draw of as many
+            # answerable gold rows would give another: trial 37b, M3): counted, and left out
+            # of the out_of_scope drift dimension, which tests the verdicts that stand
+            notes["scope_unstable"] = unstable = unstable and inside is None
+            if unstable:
+                notes["out_of_scope_stable"] = None

@@ -28,7 +28,7 @@ from service.pipeline.totals import AnnotationTotals
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
 from service.refusals.detector import refusal_rate_method
-from service.refusals.scope import describe
+from service.refusals.scope import describe, unstable_text
 from service.runtime.analytics import (
     Analytics,
     counted_under_text,
@@ -137,6 +137,11 @@ class OutOfScopeReport(TypedDict):
     counted_under: list[dict[str, Any]]
     counted_under_notice: str | None
     gold_set_versions: NotRequired[list[str]]
+    #: the verdicts the off-corpus cutoff's range moves (``scope_unstable``:
+    #: :func:`~service.refusals.scope.unstable_verdicts`), judged out of scope / in scope:
+    #: ``{"out": int, "in": int, "text": str}`` (:func:`~service.refusals.scope.unstable_text`);
+    #: absent without the embedding detector's off-corpus rule
+    unstable: NotRequired[dict[str, Any]]
 
 
 class NoveltyReport(TypedDict):
@@ -416,6 +421,10 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         report["refusals"]["known_over_refusal"] = {
             **figure, "text": known_refusal_text(figure, known),
             "brief": known_refusal_text(figure, known, brief=True)}  # fmt: skip
+    if support is not None:  # the embedding detector's off-corpus rule
+        scope = report["out_of_scope"]
+        scope["unstable"] = {"out": flags["unstable_out"], "in": flags["unstable_in"]}
+        scope["unstable"]["text"] = unstable_text(scope)
     if scope_covered:
         report["out_of_scope"]["no_gold_rows_covered_now"] = scope_covered
     if topic_covered:

@@ -118,6 +118,9 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     }
     support = report["analytics"]["out_of_scope"]["support"]
     cutoff = support["by_script"]["Latn"]
+    # its range over draws of the 39 Latin setters (scope.cutoff_band; as the report has it)
+    low, high = support["band_by_script"]["Latn"]
+    assert low <= cutoff <= high
     assert result.stderr.splitlines()[-16:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
@@ -134,7 +137,8 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         # the trim: 1 of the 47 answerable rows (⌊2/47 · n⌋ cost recall below 0.95: trial 11,
         # F3), which leaves no row of the 39 Latin ones out (⌊39/47⌋ = 0)
         "least 10 such rows has, once the lowest ⌊0.021 · n⌋ of its n are left out; a script "
-        "without one is not judged):",
+        "without one is not judged); the cutoff's 95 % bootstrap range over draws of as many "
+        f"answerable rows: Latn [{low:.3f}, {high:.3f}]:",
         f"#       en: below {cutoff:.3f} (the Latn cutoff; 39 answerable gold questions), "
         # 1 of 39: the pooled rule's 1 of 47 was English; its Wilson interval (by scipy's
         # binomtest(1, 39).proportion_ci(method="wilson")): [0.5%, 13.2%]

@@ -40,7 +40,8 @@ def test_counts_follow_the_rules_worked_by_hand() -> None:
     assert flags == {"answers": 3, "refusals": 2, "scope_scored": 3, "out_of_scope": 2,
                      "over_refusals": 1, "under_refusals": 1, "answers_by_flag": 2,
                      "answers_by_patterns": 1, "off_corpus": 1, "refusals_by_flag": 2,
-                     "refusals_by_patterns": 0, "scored_refusals": 2}  # fmt: skip
+                     "refusals_by_patterns": 0, "scored_refusals": 2, "unstable_out": 0,
+                     "unstable_in": 0}  # fmt: skip
     assert pii == {"email": 3, "phone": 1}
     assert tuple(flags) == FLAGS
 

@@ -35,8 +35,9 @@ def _rate_stream(drift: DriftStage, seed: int = 5) -> None:
         for i in range(start, start + 100):
             share = 0.05 if i < 3000 else 0.30
             events.append(types.SimpleNamespace(timestamp=START + timedelta(seconds=10 * i)))
-            notes.append({"language": "en", "topic": "fees",
-                          "out_of_scope": bool(rng.random() < share)})  # fmt: skip
+            out = bool(rng.random() < share)  # (every verdict stable: the drift dimension's)
+            notes.append({"language": "en", "topic": "fees", "out_of_scope": out,
+                          "out_of_scope_stable": out})  # fmt: skip
         drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
 
 

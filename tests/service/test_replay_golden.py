@@ -647,6 +647,28 @@ with its own Bonferroni share, so no other dimension's level moved: demo "cannot
 24 h windows hold fewer than known_min_count (30) scored known questions (the busiest had
 11)"; production (59) and 20k (419): the baseline still warming up, the logs being shorter
 than its 24 h — the same states, sizes and levels as ``known_refusal``'s.
+All three rewritten in the thirty-eighth session (s38-oos, trial 37b H2/M3) for the
+off-corpus cutoff's range and the drift dimension that leaves out the verdicts it moves, and
+nothing else (checked field for field against the former files: no verdict, count, alarm or
+suggestion moved). Added: ``analytics.out_of_scope.support.band`` and ``band_by_script``
+(the cutoff's 95 % bootstrap range: demo Latn [0.263, 0.346], production and 20k Latn
+[0.264, 0.331], Deva [0.614, 0.650]), each ``support.by_language`` row's ``band`` and
+``analytics.out_of_scope.unstable`` (demo 0 out / 606 in of 3,000 scored, production 301 /
+70 of 2,593, 20k 2,017 / 584 of 17,441). Moved: the ``out_of_scope`` drift comparison vs
+baseline, now of the other verdicts (``out_of_scope_stable``) — demo n_current 300 → 237,
+n_reference 428 → 355, rates 0.053 / 0.033 → 0.068 / 0.039, p 0.168 → 0.127 (still ``ok``),
+its ``detectable`` figures and alpha in the 4th digit; production and 20k: still warming up,
+``detectable`` n 2,155 → 1,845 and 6,394 → 5,433, and the ``insufficient`` reason names the
+new unit ("scored questions (verdicts the off-corpus cutoff's range does not move)").
+Production and 20k rewritten again by its review (s38-rev-oos): harvesting gives no
+``answered_out_of_scope`` reason to a verdict that range moves (``scope_unstable``), and
+only the suggestions moved (checked field for field; demo unchanged: none of its unstable
+verdicts is out of scope). Production: ``by_reason.answered_out_of_scope`` 1,050 → 791,
+``n_suggestions`` 1,757 → 1,561 (the 196 that had no other reason), the top 20's order and
+members with them, the export's suggestions likewise; 20k: 4,284 → 4,006, and at the 5,000
+cap the held suggestions' other reasons and gaps moved with the ones kept
+(``coverage_gap`` 2,294 → 2,337, ``refused`` 611 → 639, ``in_gaps[1].n`` 128 → 221 ...).
+No analytics, verdict, count or alarm moved.
 """
 
 from __future__ import annotations
@@ -881,8 +903,13 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: Re-pinned by the thirty-seventh session (s37-pii-acct): account numbers scrubbed; the
 #: log's ``checking account 20905432`` question (4 times) gets a new id and topic (module
 #: docstring): 5,000 held.
+#: Re-pinned by the thirty-eighth session's review (s38-rev-oos): no ``answered_out_of_scope``
+#: reason on a verdict the off-corpus cutoff's range moves. Compared field by field with the
+#: former code's 5,000: 790 left (each had that reason, 557 of them no other), 790 came in
+#: at the cap, 149 kept ones lost the reason (priority with
+#: it), and 84 kept ones' counts and pools moved with the evictions; 5,000 held.
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "beab78f0a8dec08731e34f2723f8f2b7690ade2498981fe3814d8bdc8f15f459"
+    "31e0f7862b154d02a443a1456b16137e039c96edf616b0d73a1df1ef4f6d86b8"
 )
 
 

@@ -267,6 +267,20 @@ class _CountingDetector:
         """:meth:`score`, every question inside the support (none off-corpus)."""
         return self.score(questions), np.zeros(len(questions), dtype=bool)
 
+    def score_with_support(
+        self,
+        questions: Sequence[str],
+        retriever_scores: object = None,
+        languages: object = None,
+        cutoffs: object = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`score_support` and a support similarity of 1 (far above any cutoff)."""
+        return (*self.score_support(questions), np.ones(len(questions)))
+
+    def bands(self, cutoffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """No range: each cutoff its own."""
+        return cutoffs, cutoffs
+
     def gold_languages(self) -> None:
         """Calibrated without languages: every question is judged."""
         return None

@@ -325,8 +325,8 @@ def test_every_detector_of_the_stage_has_the_replay_baseline_from_two_partitions
     events = [types.SimpleNamespace(timestamp=start + timedelta(seconds=20 * i))
               for i in range(3000)]  # fmt: skip
     notes = [{"language": "en", "topic": "fees", "refused": i % 7 == 0,
-              "out_of_scope": i % 5 == 0, "known_refused": i % 3 == 0,
-              "known_missed": i % 4 == 0}
+              "out_of_scope": i % 5 == 0, "out_of_scope_stable": i % 5 == 0,
+              "known_refused": i % 3 == 0, "known_missed": i % 4 == 0}
              for i in range(3000)]  # fmt: skip
     gold = {"language": {"en": 40}, "topic": {"fees": 40}}
     clock = (start + timedelta(days=30)).timestamp

@@ -37,6 +37,9 @@ def test_plain_event_has_no_reason() -> None:
         ({}, {"under_refusal": True}, ("answered_out_of_scope",)),
         # the out-of-scope detector is below the quality floor: its verdict is no reason
         ({}, {"under_refusal": True, "scope_calibrated": False}, ()),
+        # nor is a verdict the off-corpus cutoff's bootstrap range moves (review s38-rev-oos)
+        ({}, {"under_refusal": True, "scope_unstable": True}, ()),
+        ({}, {"under_refusal": True, "scope_unstable": False}, ("answered_out_of_scope",)),
         # nor is the novelty detector's, below the floor; calibrated, it is
         ({}, {"topic": "novel", "novelty_calibrated": False}, ()),
         ({}, {"topic": "novel", "novelty_calibrated": True}, ("novel",)),
