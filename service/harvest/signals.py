@@ -3,8 +3,11 @@
 :func:`event_reasons` reads an event and the annotations of the earlier stages; the two
 trackers give it the context a single event lacks:
 
-* :class:`CoverageTracker` — topic and language counts of the last N live events against the
-  gold set's: ``gap(dimension, label)`` is ``max(0, L − gold share)`` when the live share is
+* :class:`CoverageTracker` — topic, language and document counts of the last N live events
+  against the gold set's (a question's document: that of the passage production ranked
+  first, :func:`production_documents`; the gold set's: its rows' relevant passages',
+  :func:`service.coverage.document_counts` — no model, production's own retrieval says what a
+  question is about): ``gap(dimension, label)`` is ``max(0, L − gold share)`` when the live share is
   at least ``min_ratio`` (2) × the gold share, else 0, ``L`` the live share's 95 % Wilson
   lower bound; in [0, 1];
 * :class:`ScoreWindow` — the last N best production scores per retriever, so a score can be
@@ -26,14 +29,28 @@ from functools import lru_cache
 from math import ceil
 from typing import Any
 
-from service.coverage import UNDETERMINED, gap_lower_bound
+from service.coverage import UNDETERMINED, UnderCovered, gap_lower_bound, under_covered
 from service.events import QueryLogEvent
 from service.harvest.config import REASONS, HarvestConfig
 from service.pii.scrub import scrub_label
 
-__all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
+__all__ = [
+    "DIMENSIONS",
+    "DOCUMENT",
+    "CoverageTracker",
+    "ScoreWindow",
+    "event_reasons",
+    "passage_documents",
+    "production_documents",
+    "production_score",
+]
 
-DIMENSIONS = ("topic", "language")
+#: The document dimension: the corpus document of the passage production ranked first.
+DOCUMENT = "document"
+DIMENSIONS = ("topic", "language", DOCUMENT)
+#: Characters of a document label kept (a longer one, e.g. a URL with a query, is cut and
+#: ends with "…"): labels are listed in reports and keyed in the snapshot.
+MAX_DOCUMENT_CHARS = 120
 #: The annotation of a question the topic stage gave no topic (no gold row is written in its
 #: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
 UNJUDGED_TOPIC = "topic_unjudged_language"
@@ -63,8 +80,52 @@ def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
     return tuple(r for r in REASONS if bits & _BIT[r] and r in active)
 
 
+def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """``{passage id: document label}`` of the corpus's ``(id, doc)`` pairs that name a
+    document: each label scrubbed (:func:`~service.pii.scrub.scrub_label`: a URL may carry an
+    e-mail address or a token) and cut to :data:`MAX_DOCUMENT_CHARS`. Empty when no passage
+    names one (a corpus of passage ids only: no document dimension).
+
+    >>> passage_documents([("p1", "faq.html"), ("p2", None), ("p3", "")])
+    {'p1': 'faq.html'}
+    """
+    out: dict[str, str] = {}
+    for pid, doc in passages:
+        if not doc:
+            continue
+        label = scrub_label(doc)
+        if len(label) > MAX_DOCUMENT_CHARS:
+            label = label[: MAX_DOCUMENT_CHARS - 1] + "…"
+        out[pid] = label
+    return out
+
+
+def production_documents(
+    events: Sequence[QueryLogEvent], doc_of: Mapping[str, str]
+) -> list[str | None]:
+    """Per event, the document its question is about: ``doc_of`` (:func:`passage_documents`)
+    of the first result of its production retrieval (:func:`service.coverage.top_document`:
+    the corpus's document, not the event's own ``doc``, so live and gold are labelled
+    alike). ``None`` without a retrieval, with no results, or when the first passage is not
+    a corpus passage with a document.
+
+    No model decides it, not even the out-of-scope detector: an off-corpus question keeps
+    the document production answered it from (trial 37b: Hinglish-TOP questions ranked onto
+    the top-up FAQ shared its gap). Leaving out the events judged out of scope made those
+    gap suggestions 92 % top-up questions instead of 78 %, but the detector also judged a
+    quarter of the top-up questions out of scope: 91 top-up suggestions with the reason
+    instead of 135, 2 of the queue's first 50 instead of 4."""
+    out: list[str | None] = []
+    for event in events:
+        retrieval = event.retrieval
+        results = retrieval.results if retrieval is not None else ()
+        out.append(doc_of.get(results[0].id) if results else None)
+    return out
+
+
 class CoverageTracker:
-    """Topic and language counts of the most recent live events against fixed gold counts.
+    """Topic, language and document counts of the most recent live events against fixed
+    gold counts.
 
     The live side is a sliding window: the last ``window`` events' labels per dimension, in
     arrival order, with their counts kept incrementally (each event is added once and
@@ -84,6 +145,12 @@ class CoverageTracker:
     use too (:func:`service.drift.stats_tests.coverage_gaps`, over all live traffic): the
     gold share taken as exact (the gold set is the set being completed, not a sample of
     one), so Newcombe's (1998, method 10) lower bound of ``p − g`` is ``L − g``.
+
+    The ``document`` dimension counts only the events given a document
+    (:meth:`update_each`'s ``documents``; an event without retrieval results joins no
+    document window), and also keeps all-time counts (:attr:`document_totals`, one entry per
+    corpus document seen) for the report's list (:meth:`document_gaps`, over all live
+    traffic as the drift view's lists are).
 
     Args:
         gold_counts: ``{dimension: {label: count}}`` of the gold set; a dimension without
@@ -111,6 +178,8 @@ class CoverageTracker:
         #: (dimension, label, count, events) -> gap (:meth:`update_each`); cleared with the
         #: gold counts, and when it reaches _MAX_GAPS entries
         self._gaps: dict[tuple[str, str, int, int], float] = {}
+        #: all-time ``{document: events}`` (bounded by the corpus's documents)
+        self.document_totals: Counter[str] = Counter()
 
     @property
     def events(self) -> int:
@@ -134,7 +203,11 @@ class CoverageTracker:
         :meth:`update_each` without its gaps (one way to move the window)."""
         self.update_each(annotations if isinstance(annotations, list) else list(annotations))
 
-    def update_each(self, annotations: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    def update_each(
+        self,
+        annotations: Sequence[Mapping[str, Any]],
+        documents: Sequence[str | None] | None = None,
+    ) -> dict[str, list[float]]:
         """:meth:`update`, event by event: ``{dimension: [gap, …]}``, each event's label's
         :meth:`gap` over the window as it stands right after that event joined it (a
         ``topic`` gap of 0 for a question given no topic, which joins no topic window), so
@@ -142,10 +215,27 @@ class CoverageTracker:
         its later events counted too: a replay of 500-event batches found 2 of 3 coverage
         gaps of 50-event batches, trial 36). One dict update per event and dimension, a
         cached :func:`~service.coverage.gap_lower_bound` per distinct ``(label, count,
-        events)``."""
+        events)``. ``documents``: each event's document (:func:`production_documents`,
+        ``None``: none), which it joins the ``document`` window (and the all-time counts)
+        with; without, every ``document`` gap is 0 and that window does not move.
+
+        Raises:
+            ValueError: ``documents`` is not as long as ``annotations``."""
         judged = [notes.get(UNJUDGED_TOPIC) is not True for notes in annotations]
         out: dict[str, list[float]] = {}
-        for dim in DIMENSIONS:
+        if documents is None:
+            out[DOCUMENT] = [0.0] * len(annotations)
+        else:
+            if len(documents) != len(annotations):
+                raise ValueError(f"{len(documents)} documents for {len(annotations)} events")
+            named = [doc for doc in documents if doc is not None]
+            self.document_totals.update(named)
+            if len(named) == len(documents):
+                out[DOCUMENT] = self._push_each(DOCUMENT, named)
+            else:
+                kept = iter(self._push_each(DOCUMENT, named))
+                out[DOCUMENT] = [0.0 if doc is None else next(kept) for doc in documents]
+        for dim in ("topic", "language"):
             labels = [str(notes.get(dim) or "und") for notes in annotations]
             if dim == "topic" and not all(judged):
                 rows = [label for label, j in zip(labels, judged, strict=True) if j]
@@ -203,6 +293,18 @@ class CoverageTracker:
         gold_count = self.gold[dimension].get(key, 0)
         return gap_lower_bound(x, n, gold_count, gold_total, self.min_ratio, label=key)
 
+    def document_gaps(self, min_gap: float = 0.02) -> list[UnderCovered]:
+        """The under-covered documents over all live traffic seen (:attr:`document_totals`
+        against the gold counts: :func:`service.coverage.under_covered`, the same rule with
+        ``min_ratio``), largest gap first; ``[]`` without gold document counts. Safe to
+        call from another thread than the one counting (it reads a copy)."""
+        gold = self.gold.get(DOCUMENT) or {}
+        if not gold:
+            return []
+        # a copy first (dict() of a Counter is one C-level copy): an API thread may call
+        # this while the consumer's thread counts
+        return under_covered(dict(self.document_totals), gold, self.min_ratio, min_gap)
+
     def gaps(self) -> dict[str, dict[str, float]]:
         """``{dimension: {label: gap}}`` of every live label with a positive gap."""
         return {
@@ -215,7 +317,8 @@ class CoverageTracker:
         "live": {dim: {label: count}}}``: the window's labels oldest first, each an index
         into the distinct ``labels`` (a few bytes per event); ``events`` and ``live`` (the
         window's size and counts) are what a snapshot before the window held (all-time
-        counts), so code of then reads a snapshot of now as recent counts."""
+        counts), so code of then reads a snapshot of now as recent counts; ``documents``:
+        the all-time ``{document: events}`` (:attr:`document_totals`)."""
         window: dict[str, dict[str, list[Any]]] = {}
         for dim, labels in self._labels.items():
             index: dict[str, int] = {}
@@ -225,13 +328,15 @@ class CoverageTracker:
             "events": self.events,
             "live": {d: dict(c) for d, c in self.live.items()},
             "window": window,
+            "documents": dict(self.document_totals),
         }
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Replace the window with :meth:`state`'s (its newest ``window`` events). A snapshot
         without ``window`` (before it) holds all-time counts: their mix seeds the window,
         ``min(events, window)`` events spread evenly (largest remainders), so gaps go on
-        from the long-run shares until recent events replace them."""
+        from the long-run shares until recent events replace them. The all-time document counts
+        are the snapshot's ``documents`` (none in a snapshot before them)."""
         encoded = state.get("window")
         for dim in DIMENSIONS:
             if isinstance(encoded, Mapping):
@@ -247,6 +352,8 @@ class CoverageTracker:
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))
             self._labels[dim] = deque(labels, maxlen=self.window)
             self.live[dim] = Counter(self._labels[dim])
+        documents = state.get("documents") or {}
+        self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
 
 
 def _spread(counts: Mapping[str, int], size: int) -> list[str]:
