@@ -610,6 +610,24 @@ field with the former code's export: the question lost ``coverage_gap`` with its
 priorities moved in the 3rd-4th digit with topic-7's gap, and at the 5,000 cap three
 suggestions (``ways to transfer my 401k`` ...) gave way to three answered-out-of-scope ones
 (``how is the weather in austin`` ...); every other field equal).
+All three rewritten in the thirty-eighth session (s38-docgap; trial 37b MEDIUM 4: a surge on a
+FAQ the gold set had no row on got no gap reason) for one meant change: harvest's coverage
+gaps have a third dimension, ``document`` (a question's: the corpus document of the passage
+production ranked first; the gold set's: its rows' relevant passages'). Checked by a
+field-by-field diff against the former files: only ``gold_candidates`` and the suggestions
+moved. Added: ``gold_candidates.documents`` (the under-covered documents over all traffic:
+demo ``invigilation-note-odd-2026.docx``, 288 of 2,914 questions' first passage against 1 of
+47 gold references, gap 0.0672 — the staff-only note production answers exam questions from
+in phases B and C; production and 20k none, the gold set asks about all 49 documents). Demo:
+``in_gaps`` gains that document (76 suggestions, gap 0.1154 over the last 1,000 events),
+by_reason coverage_gap 199 → 240, shadow_disagreement 94 → 93, ``n_suggestions`` 420 → 430
+(exam questions picked for the gap start suggestions of their own: 18 new ids, 8 former ones
+now merged under another wording), 18 of the former top 20 kept. Production: the same 1,757
+suggestions with the same reasons; 112 priorities moved by sub-floor document gaps (the
+priority's ``1 + gap``, as topic and language gaps below ``min_gap`` always did), so the
+export's order and the report's ``top`` move. 20k: 5,000 held, by_reason
+answered_out_of_scope 4,284 → 4,286, refused 611 → 610 (the eviction at the 5,000 cap follows
+the moved priorities); the suggestions' digest re-pinned.
 """
 
 from __future__ import annotations
@@ -844,8 +862,10 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: Re-pinned by the thirty-seventh session (s37-pii-acct): account numbers scrubbed; the
 #: log's ``checking account 20905432`` question (4 times) gets a new id and topic (module
 #: docstring): 5,000 held.
+#: Re-pinned by the thirty-eighth session (s38-docgap): document coverage gaps (module
+#: docstring): 5,000 held, priorities moved by sub-floor document gaps.
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "beab78f0a8dec08731e34f2723f8f2b7690ade2498981fe3814d8bdc8f15f459"
+    "44a2277c18210df3220028ce99e55e7c4b63aababae69d75e81c1eac07e2b201"
 )
 
 
