@@ -733,7 +733,8 @@ class HarvestStage:
     def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> tuple[float, str | None]:
         """``(gap, dimension)``: the larger coverage gap of ``topic`` (unless not
         ``topic_gap``) and ``language``, in [0, 1], and whose it is (``"language"`` when
-        both are as large; ``None`` when it is 0)."""
+        both are as large; ``None`` when it is 0). No document gap: a shadow result (the one
+        caller) carries its event's topic and language but not production's ranking."""
         language_gap = self.coverage.gap("language", language)
         topic_gap_ = self.coverage.gap("topic", topic) if topic_gap else 0.0
         return _larger(topic_gap_, language_gap)
