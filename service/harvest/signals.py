@@ -23,6 +23,7 @@ trackers give it the context a single event lacks:
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -48,8 +49,9 @@ __all__ = [
 #: The document dimension: the corpus document of the passage production ranked first.
 DOCUMENT = "document"
 DIMENSIONS = ("topic", "language", DOCUMENT)
-#: Characters of a document label kept (a longer one, e.g. a URL with a query, is cut and
-#: ends with "…"): labels are listed in reports and keyed in the snapshot.
+#: Characters of a document label at most (a longer one, e.g. a URL with a query, is cut and
+#: ends with "…" and 8 hex digits of a hash of the whole, so two labels cut alike stay two):
+#: labels are listed in reports and keyed in the snapshot.
 MAX_DOCUMENT_CHARS = 120
 #: The annotation of a question the topic stage gave no topic (no gold row is written in its
 #: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
@@ -83,8 +85,9 @@ def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
 def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, str]:
     """``{passage id: document label}`` of the corpus's ``(id, doc)`` pairs that name a
     document: each label scrubbed (:func:`~service.pii.scrub.scrub_label`: a URL may carry an
-    e-mail address or a token) and cut to :data:`MAX_DOCUMENT_CHARS`. Empty when no passage
-    names one (a corpus of passage ids only: no document dimension).
+    e-mail address or a token) and cut to :data:`MAX_DOCUMENT_CHARS` (keeping a hash of the
+    scrubbed whole). Empty when no passage names one (a corpus of passage ids only: no
+    document dimension).
 
     >>> passage_documents([("p1", "faq.html"), ("p2", None), ("p3", "")])
     {'p1': 'faq.html'}
@@ -95,7 +98,8 @@ def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, s
             continue
         label = scrub_label(doc)
         if len(label) > MAX_DOCUMENT_CHARS:
-            label = label[: MAX_DOCUMENT_CHARS - 1] + "…"
+            digest = hashlib.blake2b(label.encode("utf-8"), digest_size=4).hexdigest()
+            label = f"{label[: MAX_DOCUMENT_CHARS - 9]}…{digest}"
         out[pid] = label
     return out
 

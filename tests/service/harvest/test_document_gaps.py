@@ -76,12 +76,17 @@ def test_under_covered_uses_the_ratio_and_the_floor() -> None:
 
 
 def test_document_labels_are_scrubbed_and_bounded() -> None:
-    """A URL label may carry personal data and any length: scrubbed, then cut with "…"."""
+    """A URL label may carry personal data and any length: scrubbed, then cut with "…" and a
+    hash of the whole, so two long URLs alike up to the cut stay two documents."""
     long_url = "https://intranet.example.org/" + "a" * 300
     labels = passage_documents([("p-1", "https://x.example.org/faq?user=ravi@example.com"),
-                                ("p-2", long_url), ("p-3", None)])  # fmt: skip
+                                ("p-2", long_url), ("p-3", None), ("p-4", long_url + "b"),
+                                ("p-5", long_url)])  # fmt: skip
     assert "ravi@example.com" not in labels["p-1"] and "<EMAIL>" in labels["p-1"]
-    assert len(labels["p-2"]) == MAX_DOCUMENT_CHARS and labels["p-2"].endswith("…")
+    assert len(labels["p-2"]) == MAX_DOCUMENT_CHARS
+    assert labels["p-2"][: MAX_DOCUMENT_CHARS - 9] == long_url[: MAX_DOCUMENT_CHARS - 9]
+    assert labels["p-2"][-9] == "…" and labels["p-2"] != labels["p-4"]
+    assert labels["p-5"] == labels["p-2"]  # the same document, the same label
     assert "p-3" not in labels
 
 
