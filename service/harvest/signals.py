@@ -85,18 +85,32 @@ def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
 def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, str]:
     """``{passage id: document label}`` of the corpus's ``(id, doc)`` pairs that name a
     document: each label scrubbed (:func:`~service.pii.scrub.scrub_label`: a URL may carry an
-    e-mail address or a token) and cut to :data:`MAX_DOCUMENT_CHARS` (keeping a hash of the
+    e-mail address or a token), two documents the scrub made alike told apart by their order
+    (``"<URL>"``, ``"<URL> #2"``) and cut to :data:`MAX_DOCUMENT_CHARS` (keeping a hash of the
     scrubbed whole). Empty when no passage names one (a corpus of passage ids only: no
     document dimension).
 
     >>> passage_documents([("p1", "faq.html"), ("p2", None), ("p3", "")])
     {'p1': 'faq.html'}
+    >>> passage_documents([("p1", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+    ...                    ("p2", "https://x.org/b?sig=a1b2c3d4e5f60718293a4b5c6d7e8f90"),
+    ...                    ("p3", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0")])
+    {'p1': '<URL>', 'p2': '<URL> #2', 'p3': '<URL>'}
     """
     out: dict[str, str] = {}
+    # scrubbed label -> the raw documents it stands for, in corpus order: a scrub can make
+    # two documents one label (every URL holding a token is "<URL>"); the second and later
+    # get " #2", " #3"… (their order in the corpus, no hash of the raw text: it may hold the
+    # token or address the scrub removed)
+    raws: dict[str, dict[str, int]] = {}
     for pid, doc in passages:
         if not doc:
             continue
         label = scrub_label(doc)
+        same = raws.setdefault(label, {})
+        nth = same.setdefault(doc, len(same) + 1)
+        if nth > 1:
+            label = f"{label} #{nth}"
         if len(label) > MAX_DOCUMENT_CHARS:
             digest = hashlib.blake2b(label.encode("utf-8"), digest_size=4).hexdigest()
             label = f"{label[: MAX_DOCUMENT_CHARS - 9]}…{digest}"

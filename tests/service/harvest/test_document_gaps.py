@@ -90,6 +90,18 @@ def test_document_labels_are_scrubbed_and_bounded() -> None:
     assert "p-3" not in labels
 
 
+def test_documents_a_scrub_makes_alike_stay_apart() -> None:
+    """Every URL holding a token scrubs to ``<URL>``: a corpus of signed URLs would be one
+    document. The second and later raw documents behind one scrubbed label get " #2", " #3"
+    (corpus order, nothing of the raw text), the same raw document always the same label."""
+    signed = [f"https://files.example.org/doc{i}.pdf?sig={i:02d}f3a9b2c7d1e4f5a6b7c8d9e0f1a2b3"
+              for i in range(3)]  # fmt: skip
+    labels = passage_documents([("p-1", signed[0]), ("p-2", signed[1]), ("p-3", signed[0]),
+                                ("p-4", signed[2])])  # fmt: skip
+    assert labels == {"p-1": "<URL>", "p-2": "<URL> #2", "p-3": "<URL>", "p-4": "<URL> #3"}
+    assert not any("sig=" in label for label in labels.values())
+
+
 def test_production_documents_reads_the_first_result_of_the_corpus() -> None:
     events = [event("e1", "q", results=[("p-9", 3.0), ("p-1", 2.0)]),
               event("e2", "q", retrieval=False), event("e3", "q", results=()),
