@@ -136,6 +136,20 @@ def test_a_gold_refresh_covers_the_document() -> None:
     assert tracker.gap(DOCUMENT, "b.html") == 0.0 and tracker.document_gaps() == []
 
 
+def test_the_document_list_is_remembered_until_the_counts_change() -> None:
+    """A poll of an unchanged state reuses the list (a copy: a caller may change its own);
+    an event counted, a gold refresh or a loaded state judges the documents again."""
+    tracker = CoverageTracker({DOCUMENT: {"a.html": 2}}, min_live_events=1)
+    tracker.update_each([{}] * 3, ["b.html", "a.html", "b.html"])
+    first = tracker.document_gaps()
+    first.clear()
+    assert [g.live for g in tracker.document_gaps()] == [2]
+    tracker.update_each([{}], ["b.html"])
+    assert [(g.live, g.live_total) for g in tracker.document_gaps()] == [(3, 4)]
+    tracker.load({"documents": {"b.html": 1, "a.html": 3}})  # the same total, other counts
+    assert [(g.live, g.live_total) for g in tracker.document_gaps()] == [(1, 4)]
+
+
 def test_the_document_counts_survive_a_snapshot() -> None:
     tracker = CoverageTracker({DOCUMENT: {"a.html": 2}}, min_live_events=1)
     tracker.update_each([{}] * 3, ["b.html", None, "b.html"])
