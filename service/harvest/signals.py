@@ -31,7 +31,7 @@ from math import ceil
 from typing import Any
 
 from service.coverage import UNDETERMINED, UnderCovered, gap_lower_bound, under_covered
-from service.events import QueryLogEvent
+from service.events import QueryLogEvent, RetrievedPassage
 from service.harvest.config import REASONS, HarvestConfig
 from service.pii.scrub import scrub_label
 
@@ -122,10 +122,10 @@ def production_documents(
     events: Sequence[QueryLogEvent], doc_of: Mapping[str, str]
 ) -> list[str | None]:
     """Per event, the document its question is about: ``doc_of`` (:func:`passage_documents`)
-    of the first result of its production retrieval (:func:`service.coverage.top_document`:
-    the corpus's document, not the event's own ``doc``, so live and gold are labelled
-    alike). ``None`` without a retrieval, with no results, or when the first passage is not
-    a corpus passage with a document.
+    of the best result of its production retrieval (:func:`_first_id`: by rank, else by
+    score; :func:`service.coverage.top_document`: the corpus's document, not the event's own
+    ``doc``, so live and gold are labelled alike). ``None`` without a retrieval, with no
+    results, or when the best passage is not a corpus passage with a document.
 
     No model decides it, not even the out-of-scope detector: an off-corpus question keeps
     the document production answered it from (trial 37b: Hinglish-TOP questions ranked onto
@@ -137,8 +137,30 @@ def production_documents(
     for event in events:
         retrieval = event.retrieval
         results = retrieval.results if retrieval is not None else ()
-        out.append(doc_of.get(results[0].id) if results else None)
+        out.append(doc_of.get(_first_id(results)) if results else None)
     return out
+
+
+def _first_id(results: Sequence[RetrievedPassage]) -> str:
+    """The id of production's best result (non-empty ``results``), as
+    :func:`service.shadow.runner.production_ranking` orders them — the harvest pool's rank 1:
+    by ``rank`` when every result has one, else by ``score`` (highest) when every result has
+    one, else the first logged; ties keep the logged order. A log need not list its results
+    best first.
+
+    >>> from service.events import RetrievedPassage as R
+    >>> _first_id([R(id="b", rank=2), R(id="a", rank=1)]), _first_id([R(id="b", score=0.2),
+    ...     R(id="a", score=0.9)]), _first_id([R(id="b", rank=1, score=0.2), R(id="a", score=0.9)])
+    ('a', 'a', 'a')
+    >>> _first_id([R(id="b", rank=2), R(id="a")])
+    'b'
+    """
+    first = results[0]
+    if all(r.rank is not None for r in results):  # rank 1 logged first: the usual case
+        return first.id if first.rank == 1 else min(results, key=lambda r: r.rank or 0).id
+    if all(r.score is not None for r in results):
+        return max(results, key=lambda r: r.score or 0.0).id
+    return first.id
 
 
 class CoverageTracker:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from service.coverage import document_counts, top_document, under_covered
+from service.events import QueryLogEvent
 from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
 from service.harvest.signals import (
@@ -27,6 +28,7 @@ from service.harvest.signals import (
 )
 from service.html.extras import candidates_section, document_gap_table
 from service.jobs.replay import document_gap_lines
+from service.shadow.runner import production_ranking
 from tests.service.harvest.helpers import batch, event
 
 CONFIG = HarvestConfig(flush_interval_s=0.0, min_live_events=1)
@@ -107,6 +109,26 @@ def test_production_documents_reads_the_first_result_of_the_corpus() -> None:
               event("e2", "q", retrieval=False), event("e3", "q", results=()),
               event("e4", "q", results=[("p-404", 1.0)])]  # fmt: skip
     assert production_documents(events, DOCS) == ["b.html", None, None, None]
+
+
+def test_the_document_is_that_of_production_s_best_result_not_the_first_logged() -> None:
+    """A log need not list results best first: the document is that of the passage the
+    harvest pool ranks 1 (:func:`production_ranking`: by rank, else by score), so an event's
+    document and its suggestion's agree."""
+    logs = [
+        [{"id": "p-9", "rank": 2}, {"id": "p-1", "rank": 1}],  # by rank
+        [{"id": "p-9", "score": 1.0}, {"id": "p-1", "score": 7.0}],  # no ranks: by score
+        [{"id": "p-9", "rank": 1, "score": 1.0}, {"id": "p-1", "score": 7.0}],  # not all ranked
+        [{"id": "p-9", "rank": 2}, {"id": "p-1"}],  # neither complete: as logged
+        [{"id": "p-1", "rank": 1}, {"id": "p-9", "rank": 1}],  # a tie: the first logged
+    ]
+    events = [QueryLogEvent.model_validate({"event_id": f"e{i}", "question": "q",
+                                            "timestamp": "2026-12-01T00:00:00Z",
+                                            "retrieval": {"results": results}})
+              for i, results in enumerate(logs)]  # fmt: skip
+    expected = [DOCS[production_ranking(e)[0]] for e in events]
+    assert expected == ["a.html", "a.html", "a.html", "b.html", "a.html"]
+    assert production_documents(events, DOCS) == expected
 
 
 # -- the tracker ------------------------------------------------------------------------
