@@ -1354,6 +1354,12 @@ class HarvestStage:
         coverage = CoverageTracker(self.coverage.gold, config.min_live_events,
                                    config.gap_window, config.min_gap_ratio)  # fmt: skip
         coverage.load(snapshot.get("coverage", {}))
+        # a document the corpus no longer has (it changed between runs) can never be covered:
+        # its all-time count would keep it listed as under-covered for good
+        names = set(self.documents.values())
+        coverage.document_totals = Counter(
+            {doc: n for doc, n in coverage.document_totals.items() if doc in names}
+        )
         scores = ScoreWindow(config.score_window, config.min_live_events)
         scores.load(snapshot.get("scores", {}))
         # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep

@@ -241,6 +241,22 @@ def test_the_reports_list_the_document_and_its_suggestions() -> None:
     assert "Documents the gold set under-covers" in page and "b.html" in page
 
 
+def test_a_restored_state_forgets_documents_the_corpus_no_longer_has() -> None:
+    """b.html left the corpus between two runs: no gold row can cover it, so its all-time
+    count (2 of 3, a gap) is dropped on restore, and a.html's kept."""
+    stage = _stage()
+    _records(stage, [[("p-9", 2.0)], [("p-1", 2.0)], None, [("p-9", 1.0)]])
+    assert stage.coverage.document_totals == {"b.html": 2, "a.html": 1}
+    again = _stage(documents={"p-1": "a.html", "p-2": "a.html"})
+    again.restore(stage.state_snapshot())
+    assert again.coverage.document_totals == {"a.html": 1}
+    report = again.document_gaps(10)
+    assert report is not None and report["gaps"] == [] and report["n_gaps"] == 0
+    same = _stage()
+    same.restore(stage.state_snapshot())
+    assert same.coverage.document_totals == {"b.html": 2, "a.html": 1}
+
+
 def test_a_label_is_escaped_in_the_html() -> None:
     report = {"gaps": [{"document": "<script>x</script>", "live": 5, "live_total": 9,
                         "gold": 0, "gold_total": 4, "gap": 0.2}], "n_gaps": 1}  # fmt: skip
