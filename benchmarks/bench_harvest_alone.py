@@ -33,7 +33,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +54,15 @@ class Recorded:
         config: its settings; ``gold_counts``: ``{dimension: {label: count}}`` of the gold
             set; ``known``: the gold questions.
         batches: each batch's events and their annotations (copies, as the stage saw them).
+        documents: ``{passage id: document}`` of the corpus (the document coverage gaps;
+            empty in a pickle saved before them, or from a tree without them).
     """
 
     config: HarvestConfig
     gold_counts: dict[str, dict[str, int]]
     known: list[GoldQuestion]
     batches: list[tuple[list[QueryLogEvent], list[dict[str, Any]]]]
+    documents: dict[str, str] = field(default_factory=dict)
 
 
 def record(events: int, seed: int = 0) -> Recorded:
@@ -71,7 +74,8 @@ def record(events: int, seed: int = 0) -> Recorded:
     """
     from benchmarks import bench_production as production
 
-    made: list[tuple[HarvestConfig, dict[str, dict[str, int]], list[GoldQuestion]]] = []
+    made: list[tuple[HarvestConfig, dict[str, dict[str, int]], list[GoldQuestion],
+                     dict[str, str]]] = []  # fmt: skip
     batches: list[tuple[list[QueryLogEvent], list[dict[str, Any]]]] = []
     original_init, original_process = HarvestStage.__init__, HarvestStage.process
 
@@ -79,7 +83,7 @@ def record(events: int, seed: int = 0) -> Recorded:
              known_questions: Any = (), *args: Any, **kwargs: Any) -> None:  # fmt: skip
         known = list(known_questions)
         counts = {dim: dict(c) for dim, c in (gold_counts or {}).items()}
-        made.append((config, counts, known))
+        made.append((config, counts, known, dict(kwargs.get("documents") or {})))
         original_init(stage, config, gold_counts, known, *args, **kwargs)
 
     def process(stage: HarvestStage, batch: Batch) -> None:
@@ -100,15 +104,16 @@ def record(events: int, seed: int = 0) -> Recorded:
         HarvestStage.process = original_process  # type: ignore[method-assign]
     if len(made) != 1:
         raise RuntimeError(f"the replay built {len(made)} harvest stages, not one")
-    config, counts, known = made[0]
-    return Recorded(config, counts, known, batches)
+    config, counts, known, documents = made[0]
+    return Recorded(config, counts, known, batches, documents)
 
 
 def replay(recorded: Recorded) -> tuple[float, str, int]:
     """One pass: a fresh stage given the recorded batches; ``(CPU seconds of its process
     calls, digest of its outputs, suggestions held at the end)``."""
+    documents = getattr(recorded, "documents", {})  # (none in a pickle from before them)
     stage = HarvestStage(recorded.config, recorded.gold_counts, recorded.known,
-                         clock=lambda: 0.0)  # fmt: skip
+                         clock=lambda: 0.0, documents=documents)  # fmt: skip
     batches = [Batch("bench", events, [dict(notes) for notes in annotations])
                for events, annotations in recorded.batches]  # fmt: skip
     observed = []

@@ -29,9 +29,21 @@ A caller compares the gap with its floor (0.02 in both views).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from math import sqrt
+from typing import NamedTuple
 
-__all__ = ["UNDETERMINED", "Z95", "gap_lower_bound", "wilson_bounds", "wilson_lower"]
+__all__ = [
+    "UNDETERMINED",
+    "Z95",
+    "UnderCovered",
+    "document_counts",
+    "gap_lower_bound",
+    "top_document",
+    "under_covered",
+    "wilson_bounds",
+    "wilson_lower",
+]
 
 #: The standard normal's 97.5 % quantile: two-sided 95 % intervals (``scipy.special.ndtri(0.975)``).
 Z95 = 1.959963984540054
@@ -77,3 +89,77 @@ def gap_lower_bound(
     if live_count * gold_total < min_ratio * gold_count * live_total:
         return 0.0
     return max(0.0, wilson_lower(live_count, live_total, z) - gold_count / gold_total)
+
+
+class UnderCovered(NamedTuple):
+    """One under-covered label (:func:`under_covered`): ``live`` of ``live_total`` events and
+    ``gold`` of ``gold_total`` gold references carry it; ``gap`` is
+    :func:`gap_lower_bound`'s ``L − g`` (a share difference in (0, 1])."""
+
+    label: str
+    live: int
+    live_total: int
+    gold: int
+    gold_total: int
+    gap: float
+
+
+def under_covered(
+    live_counts: Mapping[str, int],
+    gold_counts: Mapping[str, int],
+    min_ratio: float = 2.0,
+    min_gap: float = 0.02,
+) -> list[UnderCovered]:
+    """Every label of ``live_counts`` whose :func:`gap_lower_bound` against ``gold_counts``
+    (totals: the sums of each) is positive and at least ``min_gap``, largest gap first (then
+    by label): the drift view's :func:`service.drift.stats_tests.coverage_gaps` rule without
+    scipy. ``[]`` without live events or gold counts.
+
+    >>> [tuple(g)[:5] for g in under_covered({"a": 60, "b": 40}, {"b": 9, "a": 1})]
+    [('a', 60, 100, 1, 10)]
+    """
+    live_total, gold_total = sum(live_counts.values()), sum(gold_counts.values())
+    rows = []
+    for label, live in live_counts.items():
+        gold = gold_counts.get(label, 0)
+        gap = gap_lower_bound(live, live_total, gold, gold_total, min_ratio, label=label)
+        if gap > 0 and gap >= min_gap:
+            rows.append(UnderCovered(label, live, live_total, gold, gold_total, gap))
+    return sorted(rows, key=lambda row: (-row.gap, row.label))
+
+
+def top_document(ranking: Sequence[str], doc_of: Mapping[str, str]) -> str | None:
+    """The document a retrieval is about: that of its first passage (``ranking`` is passage
+    ids best first; ``doc_of`` passage id → document label). ``None`` for an empty ranking
+    or a first passage ``doc_of`` does not know (no document in the corpus, or not in it).
+
+    The first passage, not the document holding most of the top k: it is the one the
+    answer most likely rests on, and a plurality of a top k favours documents cut into many
+    passages and depends on k.
+
+    >>> top_document(["p2", "p1", "p3"], {"p1": "a.html", "p2": "b.html", "p3": "a.html"})
+    'b.html'
+    >>> top_document([], {}), top_document(["p9"], {"p1": "a.html"})
+    (None, None)
+    """
+    return doc_of.get(ranking[0]) if ranking else None
+
+
+def document_counts(qrels: Iterable[Sequence[str]], doc_of: Mapping[str, str]) -> dict[str, int]:
+    """``{document: gold rows asking about it}``: each row's relevant passage ids
+    (``qrels``, one sequence per gold row) read as their documents (``doc_of``), each
+    document counted once per row; an unanswerable row (no passage) and passages
+    ``doc_of`` does not know count nothing. A row over two documents counts once for each,
+    so the total (the gold side's ``G``) is the number of row–document pairs: a document's
+    gold share is its part of what the gold set asks about.
+
+    >>> document_counts([["p1", "p2"], ["p3"], [], ["p9"]], {"p1": "a", "p2": "a", "p3": "b"})
+    {'a': 1, 'b': 1}
+    >>> document_counts([["p1", "p3"]], {"p1": "a", "p3": "b"})
+    {'a': 1, 'b': 1}
+    """
+    counts: dict[str, int] = {}
+    for passages in qrels:
+        for doc in {doc_of[p] for p in passages if p in doc_of}:
+            counts[doc] = counts.get(doc, 0) + 1
+    return dict(sorted(counts.items()))

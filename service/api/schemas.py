@@ -133,6 +133,13 @@ class Status(BaseModel):
     #: content), e.g. a torn last line; ``None`` when it loads. The next start would stop on
     #: it, so ``/readyz`` is 503 meanwhile.
     gold_file_error: str | None = None
+    #: The documents the gold set under-covers, over all live traffic since the state began
+    #: (a question's document: the one production ranked first; the gold set's: its rows'
+    #: relevant passages'; the coverage-gap rule of the drift view's lists):
+    #: ``{"gaps": [{"document", "live", "live_total", "gold", "gold_total", "gap"}, …]`` (the
+    #: 10 largest, labels scrubbed), ``"n_gaps"``, ``"gold_documents"``, ``"documents"}``;
+    #: ``None`` without harvesting or when the corpus names no document.
+    under_covered_documents: dict[str, Any] | None = None
 
 
 class Problem(BaseModel):

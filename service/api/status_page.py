@@ -32,9 +32,17 @@ class Shed(TypedDict, total=False):
     max_new_per_batch: int | None
 
 
-class CandidatesPanel(Shed):
+class Documents(TypedDict, total=False):
+    """:func:`_documents`: the documents the gold set under-covers."""
+
+    documents: dict[str, Any]
+
+
+class CandidatesPanel(Shed, Documents):
     """The suggestions panel: the top undecided ones, how many are undecided, the counts by
-    status, and what harvesting shed (:class:`Shed`, when the runtime harvests)."""
+    status, what harvesting shed (:class:`Shed`, when the runtime harvests) and the
+    documents the gold set under-covers (``documents``: ``Runtime.document_gaps``, when the
+    corpus names documents)."""
 
     suggestions: list[CandidateItem]
     n_suggestions: int
@@ -65,8 +73,17 @@ def _extras(runtime: Runtime, harvest: Any) -> Extras:
             "n_suggestions": page.total,  # all undecided ones, not the SUGGESTIONS shown
             "by_status": harvest.counts(),
             **_shed(runtime),
+            **_documents(runtime),
         }
     return extras
+
+
+def _documents(runtime: Runtime) -> Documents:
+    """``{"documents": …}``: the documents the gold set under-covers (``Runtime.document_gaps``);
+    empty when the runtime does not harvest or its corpus names no document."""
+    document_gaps = getattr(runtime, "document_gaps", None)
+    documents = document_gaps() if callable(document_gaps) else None
+    return {} if documents is None else {"documents": documents}
 
 
 def _shed(runtime: Runtime) -> Shed:

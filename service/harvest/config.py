@@ -3,10 +3,13 @@
 Reasons, in report order (:data:`REASONS`), with what triggers each on one event:
 
 =========================  ======================================================================
-``coverage_gap``           its topic or language is under-represented in the gold set over
-                           the last ``gap_window`` live events (once ``min_live_events`` are
-                           in it): live share ≥ ``min_gap_ratio`` (2) × gold share AND the
-                           live share's 95 % lower bound (Wilson) − gold share ≥ ``min_gap``
+``coverage_gap``           its topic, language or document (that of the passage production
+                           ranked first, when the corpus names documents; the gold set's:
+                           its rows' relevant passages') is under-represented in the gold
+                           set over the last ``gap_window`` live events (once
+                           ``min_live_events`` are in it): live share ≥ ``min_gap_ratio``
+                           (2) × gold share AND the live share's 95 % lower bound
+                           (Wilson) − gold share ≥ ``min_gap``
                            (2 points); that bound difference is the ``gap`` (in [0, 1]) a
                            suggestion's priority uses. The drift view's rule (status page
                            "Under-covered by the gold set", ``coverage_gap_ratio``: live ≥ 2
@@ -16,7 +19,8 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
                            uncalibrated ``novel`` topic (``novelty_calibrated`` False)
                            counts for nothing, nor does any topic while the topic model's
                            held-out kappa is below ``analytics.topics.min_kappa``
-                           (``topic_calibrated`` False): then only languages are gaps
+                           (``topic_calibrated`` False): then only languages and
+                           documents are gaps
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)
 ``answered_out_of_scope``  answered although out of scope (``annotations["under_refusal"]``)
@@ -87,34 +91,36 @@ class HarvestConfig(BaseModel):
             :data:`DEFAULT_WEIGHTS`; weight 0 turns a reason off.
         quotas: reason → largest share in (0, 1] of a selection whose *primary* reason (the
             heaviest) it may be; missing reasons are uncapped.
-        min_gap: smallest coverage gap, in [0, 1], that gives a question harvest's
-            ``coverage_gap`` reason: the 95 % Wilson lower bound of its topic's or language's
-            share of the last ``gap_window`` live events minus its gold share (fractions;
-            only a label whose live share is ≥ ``min_gap_ratio`` × its gold share has a gap).
-            The default 0.02 is the drift view's floor, applied here to a lower bound too: a
-            language the gold set lacks at 6.2 % of the last 1,000 events (bound 4.9 %) is a
-            gap, as a new user's trial expected (0.05, the former default, flagged nothing on
-            that log); a label with a handful of events is not (10 of 1,000: bound 0.5 %).
-            The drift view's coverage gaps (status page "Under-covered by the gold set") are
-            the same rule over all traffic, against a fixed 2 points.
+        min_gap: smallest coverage gap, in [0, 1], that gives a question harvest's ``coverage_gap``
+            reason: the 95 % Wilson lower bound of its topic's, language's or document's share of
+            the last ``gap_window`` live events minus its gold share (fractions; only a label whose
+            live share is ≥ ``min_gap_ratio`` × its gold share has a gap). The default 0.02 is the
+            drift view's floor, applied here to a lower bound too: a language the gold set lacks at
+            6.2 % of the last 1,000 events (bound 4.9 %) is a gap, as a new user's trial expected
+            (0.05, the former default, flagged nothing on that log); a label with a handful of
+            events is not (10 of 1,000: bound 0.5 %). The drift view's coverage gaps (status page
+            "Under-covered by the gold set") are the same rule over all traffic, against a fixed 2
+            points.
         min_gap_ratio: live share ÷ gold share from which a topic or language can be a
             coverage gap (≥ 1; 2, the drift view's): a majority label a few points above its
             gold share (86 % live, 76 % gold) is not under-covered; a label the gold set
             lacks always can be. A label under twice its gold share is no gap however large
             the difference, as in the drift view: the trial's Hindi at 1.87 × its gold share
             stays unflagged with ``min_gap`` 0.02.
-        gap_window: the most recent live events whose topics and languages the coverage gaps
-            compare with the gold set's (≥ ``min_live_events``): a change of traffic shows
-            within this many events. The default 1,000 is about a day of a small
-            deployment's traffic (the trials' logs: ~3,000 events over three days), so a
-            language that rises on the third day is a gap on it; 5,000 would still mix in
-            the first two (hi 5 % → 25 % then reads 15 %, under 2 × 12 %). Larger windows
-            react later but bound shares tighter: the 95 % bound is at most 3.1 points under
-            the live share at 1,000, 1.4 at 5,000. Memory: a reference per event and
-            dimension (~16 KB at 1,000); the state snapshot holds each event's two labels as
-            indexes into its distinct labels (~7 KB of JSON at 1,000 with a few labels, 13 KB
-            with 300 topics; ~32 KB at 5,000), written at every checkpoint: at most 100,000.
-            Left unset with ``min_live_events`` above 1,000, it is ``min_live_events``.
+        gap_window: the most recent live events whose topics, languages and documents the coverage
+            gaps compare with the gold set's (≥ ``min_live_events``): a change of traffic shows
+            within this many events. The default 1,000 is about a day of a small deployment's
+            traffic (the trials' logs: ~3,000 events over three days), so a language that rises on
+            the third day is a gap on it; 5,000 would still mix in the first two (hi 5 % → 25 % then
+            reads 15 %, under 2 × 12 %). Larger windows react later but bound shares tighter: the 95
+            % bound is at most 3.1 points under the live share at 1,000, 1.4 at 5,000. Memory: a
+            reference per event and dimension (~24 KB at 1,000); the state snapshot holds each
+            event's labels as indexes into its distinct labels (~7 KB of JSON at 1,000 with a few
+            labels, 13 KB with 300 topics; ~32 KB at 5,000; the document labels, when the corpus
+            names documents, add ~3 KB at 1,000 with 6 documents, ~20 KB with 300 documents, ~40 KB
+            at 5,000, and the all-time counts of the documents seen), written at every checkpoint:
+            at most 100,000. Left unset with ``min_live_events`` above 1,000, it is
+            ``min_live_events``.
         min_live_events: events counted before coverage gaps (events in ``gap_window``) and
             score quantiles are used.
         low_confidence_quantile: best production scores strictly below this quantile of

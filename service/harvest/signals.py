@@ -3,8 +3,11 @@
 :func:`event_reasons` reads an event and the annotations of the earlier stages; the two
 trackers give it the context a single event lacks:
 
-* :class:`CoverageTracker` — topic and language counts of the last N live events against the
-  gold set's: ``gap(dimension, label)`` is ``max(0, L − gold share)`` when the live share is
+* :class:`CoverageTracker` — topic, language and document counts of the last N live events
+  against the gold set's (a question's document: that of the passage production ranked
+  first, :func:`production_documents`; the gold set's: its rows' relevant passages',
+  :func:`service.coverage.document_counts` — no model, production's own retrieval says what a
+  question is about): ``gap(dimension, label)`` is ``max(0, L − gold share)`` when the live share is
   at least ``min_ratio`` (2) × the gold share, else 0, ``L`` the live share's 95 % Wilson
   lower bound; in [0, 1];
 * :class:`ScoreWindow` — the last N best production scores per retriever, so a score can be
@@ -20,20 +23,36 @@ trackers give it the context a single event lacks:
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from math import ceil
 from typing import Any
 
-from service.coverage import UNDETERMINED, gap_lower_bound
-from service.events import QueryLogEvent
+from service.coverage import UNDETERMINED, UnderCovered, gap_lower_bound, under_covered
+from service.events import QueryLogEvent, RetrievedPassage
 from service.harvest.config import REASONS, HarvestConfig
 from service.pii.scrub import scrub_label
 
-__all__ = ["DIMENSIONS", "CoverageTracker", "ScoreWindow", "event_reasons", "production_score"]
+__all__ = [
+    "DIMENSIONS",
+    "DOCUMENT",
+    "CoverageTracker",
+    "ScoreWindow",
+    "event_reasons",
+    "passage_documents",
+    "production_documents",
+    "production_score",
+]
 
-DIMENSIONS = ("topic", "language")
+#: The document dimension: the corpus document of the passage production ranked first.
+DOCUMENT = "document"
+DIMENSIONS = ("topic", "language", DOCUMENT)
+#: Characters of a document label at most (a longer one, e.g. a URL with a query, is cut and
+#: ends with "…" and 8 hex digits of a hash of the whole, so two labels cut alike stay two):
+#: labels are listed in reports and keyed in the snapshot.
+MAX_DOCUMENT_CHARS = 120
 #: The annotation of a question the topic stage gave no topic (no gold row is written in its
 #: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
 UNJUDGED_TOPIC = "topic_unjudged_language"
@@ -63,8 +82,90 @@ def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
     return tuple(r for r in REASONS if bits & _BIT[r] and r in active)
 
 
+def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """``{passage id: document label}`` of the corpus's ``(id, doc)`` pairs that name a
+    document: each label scrubbed (:func:`~service.pii.scrub.scrub_label`: a URL may carry an
+    e-mail address or a token), two documents the scrub made alike told apart by their order
+    (``"<URL>"``, ``"<URL> #2"``) and cut to :data:`MAX_DOCUMENT_CHARS` (keeping a hash of the
+    scrubbed whole). Empty when no passage names one (a corpus of passage ids only: no
+    document dimension).
+
+    >>> passage_documents([("p1", "faq.html"), ("p2", None), ("p3", "")])
+    {'p1': 'faq.html'}
+    >>> passage_documents([("p1", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+    ...                    ("p2", "https://x.org/b?sig=a1b2c3d4e5f60718293a4b5c6d7e8f90"),
+    ...                    ("p3", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0")])
+    {'p1': '<URL>', 'p2': '<URL> #2', 'p3': '<URL>'}
+    """
+    out: dict[str, str] = {}
+    # scrubbed label -> the raw documents it stands for, in corpus order: a scrub can make
+    # two documents one label (every URL holding a token is "<URL>"); the second and later
+    # get " #2", " #3"… (their order in the corpus, no hash of the raw text: it may hold the
+    # token or address the scrub removed)
+    raws: dict[str, dict[str, int]] = {}
+    for pid, doc in passages:
+        if not doc:
+            continue
+        label = scrub_label(doc)
+        same = raws.setdefault(label, {})
+        nth = same.setdefault(doc, len(same) + 1)
+        if nth > 1:
+            label = f"{label} #{nth}"
+        if len(label) > MAX_DOCUMENT_CHARS:
+            digest = hashlib.blake2b(label.encode("utf-8"), digest_size=4).hexdigest()
+            label = f"{label[: MAX_DOCUMENT_CHARS - 9]}…{digest}"
+        out[pid] = label
+    return out
+
+
+def production_documents(
+    events: Sequence[QueryLogEvent], doc_of: Mapping[str, str]
+) -> list[str | None]:
+    """Per event, the document its question is about: ``doc_of`` (:func:`passage_documents`)
+    of the best result of its production retrieval (:func:`_first_id`: by rank, else by
+    score; :func:`service.coverage.top_document`: the corpus's document, not the event's own
+    ``doc``, so live and gold are labelled alike). ``None`` without a retrieval, with no
+    results, or when the best passage is not a corpus passage with a document.
+
+    No model decides it, not even the out-of-scope detector: an off-corpus question keeps
+    the document production answered it from (trial 37b: Hinglish-TOP questions ranked onto
+    the top-up FAQ shared its gap). Leaving out the events judged out of scope made those
+    gap suggestions 92 % top-up questions instead of 78 %, but the detector also judged a
+    quarter of the top-up questions out of scope: 91 top-up suggestions with the reason
+    instead of 135, 2 of the queue's first 50 instead of 4."""
+    out: list[str | None] = []
+    for event in events:
+        retrieval = event.retrieval
+        results = retrieval.results if retrieval is not None else ()
+        out.append(doc_of.get(_first_id(results)) if results else None)
+    return out
+
+
+def _first_id(results: Sequence[RetrievedPassage]) -> str:
+    """The id of production's best result (non-empty ``results``), as
+    :func:`service.shadow.runner.production_ranking` orders them — the harvest pool's rank 1:
+    by ``rank`` when every result has one, else by ``score`` (highest) when every result has
+    one, else the first logged; ties keep the logged order. A log need not list its results
+    best first.
+
+    >>> from service.events import RetrievedPassage as R
+    >>> _first_id([R(id="b", rank=2), R(id="a", rank=1)]), _first_id([R(id="b", score=0.2),
+    ...     R(id="a", score=0.9)]), _first_id([R(id="b", rank=1, score=0.2), R(id="a", score=0.9)])
+    ('a', 'a', 'a')
+    >>> _first_id([R(id="b", rank=2), R(id="a")])
+    'b'
+    """
+    first = results[0]
+    if all(r.rank is not None for r in results):  # rank 1 logged first: the usual case
+        return first.id if first.rank == 1 else min(results, key=lambda r: r.rank or 0).id
+    if all(r.score is not None for r in results):
+        return max(results, key=lambda r: r.score or 0.0).id
+    return first.id
+
+
 class CoverageTracker:
-    """Topic and language counts of the most recent live events against fixed gold counts.
+    """Topic, language and document counts of the most recent live events against fixed
+    gold counts.
 
     The live side is a sliding window: the last ``window`` events' labels per dimension, in
     arrival order, with their counts kept incrementally (each event is added once and
@@ -84,6 +185,12 @@ class CoverageTracker:
     use too (:func:`service.drift.stats_tests.coverage_gaps`, over all live traffic): the
     gold share taken as exact (the gold set is the set being completed, not a sample of
     one), so Newcombe's (1998, method 10) lower bound of ``p − g`` is ``L − g``.
+
+    The ``document`` dimension counts only the events given a document
+    (:meth:`update_each`'s ``documents``; an event without retrieval results joins no
+    document window), and also keeps all-time counts (:attr:`document_totals`, one entry per
+    corpus document seen) for the report's list (:meth:`document_gaps`, over all live
+    traffic as the drift view's lists are).
 
     Args:
         gold_counts: ``{dimension: {label: count}}`` of the gold set; a dimension without
@@ -111,6 +218,14 @@ class CoverageTracker:
         #: (dimension, label, count, events) -> gap (:meth:`update_each`); cleared with the
         #: gold counts, and when it reaches _MAX_GAPS entries
         self._gaps: dict[tuple[str, str, int, int], float] = {}
+        #: all-time ``{document: events}`` (bounded by the corpus's documents)
+        self.document_totals: Counter[str] = Counter()
+        #: set_gold's count (a key of _document_memo: a gold refresh changes every gap)
+        self._gold_generation = 0
+        #: ((events counted, gold generation, min_gap), :meth:`document_gaps`' list): an
+        #: API poll of an unchanged state reuses it (one gap per corpus document: ~0.1 s at
+        #: 20,000 documents)
+        self._document_memo: tuple[tuple[int, int, float], list[UnderCovered]] | None = None
 
     @property
     def events(self) -> int:
@@ -124,6 +239,7 @@ class CoverageTracker:
             self.gold[dim] = dict(counts)
             self._gold_total[dim] = sum(self.gold[dim].values())
         self._gaps.clear()
+        self._gold_generation += 1
 
     def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
         """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)
@@ -134,7 +250,11 @@ class CoverageTracker:
         :meth:`update_each` without its gaps (one way to move the window)."""
         self.update_each(annotations if isinstance(annotations, list) else list(annotations))
 
-    def update_each(self, annotations: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    def update_each(
+        self,
+        annotations: Sequence[Mapping[str, Any]],
+        documents: Sequence[str | None] | None = None,
+    ) -> dict[str, list[float]]:
         """:meth:`update`, event by event: ``{dimension: [gap, …]}``, each event's label's
         :meth:`gap` over the window as it stands right after that event joined it (a
         ``topic`` gap of 0 for a question given no topic, which joins no topic window), so
@@ -142,10 +262,27 @@ class CoverageTracker:
         its later events counted too: a replay of 500-event batches found 2 of 3 coverage
         gaps of 50-event batches, trial 36). One dict update per event and dimension, a
         cached :func:`~service.coverage.gap_lower_bound` per distinct ``(label, count,
-        events)``."""
+        events)``. ``documents``: each event's document (:func:`production_documents`,
+        ``None``: none), which it joins the ``document`` window (and the all-time counts)
+        with; without, every ``document`` gap is 0 and that window does not move.
+
+        Raises:
+            ValueError: ``documents`` is not as long as ``annotations``."""
         judged = [notes.get(UNJUDGED_TOPIC) is not True for notes in annotations]
         out: dict[str, list[float]] = {}
-        for dim in DIMENSIONS:
+        if documents is None:
+            out[DOCUMENT] = [0.0] * len(annotations)
+        else:
+            if len(documents) != len(annotations):
+                raise ValueError(f"{len(documents)} documents for {len(annotations)} events")
+            named = [doc for doc in documents if doc is not None]
+            self.document_totals.update(named)
+            if len(named) == len(documents):
+                out[DOCUMENT] = self._push_each(DOCUMENT, named)
+            else:
+                kept = iter(self._push_each(DOCUMENT, named))
+                out[DOCUMENT] = [0.0 if doc is None else next(kept) for doc in documents]
+        for dim in ("topic", "language"):
             labels = [str(notes.get(dim) or "und") for notes in annotations]
             if dim == "topic" and not all(judged):
                 rows = [label for label, j in zip(labels, judged, strict=True) if j]
@@ -203,6 +340,28 @@ class CoverageTracker:
         gold_count = self.gold[dimension].get(key, 0)
         return gap_lower_bound(x, n, gold_count, gold_total, self.min_ratio, label=key)
 
+    def document_gaps(self, min_gap: float = 0.02) -> list[UnderCovered]:
+        """The under-covered documents over all live traffic seen (:attr:`document_totals`
+        against the gold counts: :func:`service.coverage.under_covered`, the same rule with
+        ``min_ratio``), largest gap first; ``[]`` without gold document counts. Safe to
+        call from another thread than the one counting (it reads a copy). Remembered until
+        an event is counted, the gold counts change or a state is loaded: each ``/v1/status``
+        would otherwise judge every corpus document again."""
+        generation = self._gold_generation
+        gold = self.gold.get(DOCUMENT) or {}
+        if not gold:
+            return []
+        # a copy first (dict() of a Counter is one C-level copy): an API thread may call
+        # this while the consumer's thread counts
+        totals = dict(self.document_totals)
+        key = (sum(totals.values()), generation, min_gap)
+        memo = self._document_memo
+        if memo is not None and memo[0] == key:
+            return list(memo[1])
+        gaps = under_covered(totals, gold, self.min_ratio, min_gap)
+        self._document_memo = (key, gaps)
+        return list(gaps)
+
     def gaps(self) -> dict[str, dict[str, float]]:
         """``{dimension: {label: gap}}`` of every live label with a positive gap."""
         return {
@@ -215,7 +374,8 @@ class CoverageTracker:
         "live": {dim: {label: count}}}``: the window's labels oldest first, each an index
         into the distinct ``labels`` (a few bytes per event); ``events`` and ``live`` (the
         window's size and counts) are what a snapshot before the window held (all-time
-        counts), so code of then reads a snapshot of now as recent counts."""
+        counts), so code of then reads a snapshot of now as recent counts; ``documents``:
+        the all-time ``{document: events}`` (:attr:`document_totals`)."""
         window: dict[str, dict[str, list[Any]]] = {}
         for dim, labels in self._labels.items():
             index: dict[str, int] = {}
@@ -225,13 +385,15 @@ class CoverageTracker:
             "events": self.events,
             "live": {d: dict(c) for d, c in self.live.items()},
             "window": window,
+            "documents": dict(self.document_totals),
         }
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Replace the window with :meth:`state`'s (its newest ``window`` events). A snapshot
         without ``window`` (before it) holds all-time counts: their mix seeds the window,
         ``min(events, window)`` events spread evenly (largest remainders), so gaps go on
-        from the long-run shares until recent events replace them."""
+        from the long-run shares until recent events replace them. The all-time document counts
+        are the snapshot's ``documents`` (none in a snapshot before them)."""
         encoded = state.get("window")
         for dim in DIMENSIONS:
             if isinstance(encoded, Mapping):
@@ -247,6 +409,9 @@ class CoverageTracker:
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))
             self._labels[dim] = deque(labels, maxlen=self.window)
             self.live[dim] = Counter(self._labels[dim])
+        documents = state.get("documents") or {}
+        self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
+        self._document_memo = None
 
 
 def _spread(counts: Mapping[str, int], size: int) -> list[str]:

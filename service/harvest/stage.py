@@ -4,8 +4,9 @@ Runs after the analytics, quality, shadow and drift stages and reads their annot
 (``topic``, ``language``, ``refused``, ``under_refusal``, ``known``, ``acl_leaks``). Per
 batch, :meth:`HarvestStage.process`:
 
-1. counts every event's topic and language into the window of the last ``gap_window``
-   (coverage gaps, :class:`CoverageTracker`) and
+1. counts every event's topic, language and document (that of the passage production
+   ranked first, when the corpus names documents) into the window of the last
+   ``gap_window`` (coverage gaps, :class:`CoverageTracker`) and
    places its best production score among the recent ones (:class:`ScoreWindow`);
 2. keeps the events with at least one reason (:func:`event_reasons`) whose question is not
    a *known* question: ``annotations["known"]`` set by the quality stage, or — when that key
@@ -112,7 +113,13 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.neardup import NearDupIndex, Probe, lsh_parameters
 from service.harvest.ranking import eviction_keys, select
 from service.harvest.shedding import choose
-from service.harvest.signals import CoverageTracker, ScoreWindow, event_reasons
+from service.harvest.signals import (
+    DOCUMENT,
+    CoverageTracker,
+    ScoreWindow,
+    event_reasons,
+    production_documents,
+)
 from service.harvest.store import (
     CandidateRepository,
     CandidateSink,
@@ -196,9 +203,17 @@ def _reason_set(reasons: Iterable[str]) -> tuple[str, ...]:
     return shared
 
 
-def _larger(topic_gap: float, language_gap: float) -> tuple[float, str | None]:
-    """``(gap, dimension)``: the larger of a topic's and a language's coverage gap and whose
-    it is (``"language"`` when both are as large; ``None`` when it is 0)."""
+def _larger(
+    topic_gap: float, language_gap: float, document_gap: float = 0.0
+) -> tuple[float, str | None]:
+    """``(gap, dimension)``: the largest of a topic's, a language's and a document's coverage
+    gap and whose it is (on a tie: ``"language"``, then ``"topic"``; ``None`` when it is 0).
+
+    >>> _larger(0.1, 0.1, 0.1), _larger(0.0, 0.05, 0.3), _larger(0.0, 0.0, 0.0)
+    ((0.1, 'language'), (0.3, 'document'), (0.0, None))
+    """
+    if document_gap > topic_gap and document_gap > language_gap:
+        return document_gap, DOCUMENT
     if topic_gap > language_gap:
         return topic_gap, "topic"
     return language_gap, ("language" if language_gap > 0 else None)
@@ -230,7 +245,8 @@ class HarvestStage:
     Args:
         config: thresholds, weights, bounds.
         gold_counts: ``{"topic": {...}, "language": {...}}`` of the gold set (as the drift
-            stage gets them); without, no coverage gaps.
+            stage gets them), and ``"document"`` (:func:`service.coverage.document_counts`);
+            without, no coverage gaps.
         known_questions: gold questions; used to skip known questions only when an event
             has no ``known`` annotation.
         sinks: where changed suggestions are published.
@@ -240,6 +256,9 @@ class HarvestStage:
             that setting ``None``: trigram Jaccard only.
         memo: may keep the near-duplicate index's LSH parameters between starts
             (:class:`service.files.fit_cache.FitCache`).
+        documents: ``{passage id: document label}`` of the corpus
+            (:func:`~service.harvest.signals.passage_documents`): an event's document is its
+            first production passage's; empty or ``None``: no document gaps.
     """
 
     name = "harvest"
@@ -254,8 +273,11 @@ class HarvestStage:
         clock: Callable[[], float] = time.monotonic,
         embedder: Embedder | None = None,
         memo: Memo = no_memo,
+        documents: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
+        self.documents: dict[str, str] = dict(documents or {})
+        self._n_documents = len(set(self.documents.values()))
         self.sinks = list(sinks)
         self.clock = clock
         self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events,
@@ -376,16 +398,17 @@ class HarvestStage:
         if self._decisions_in:
             self._apply_decisions()
         annotations = batch.annotations
+        events = batch.events
         # each event's coverage gaps over the window right after it: the same whatever the
         # batching (judged over the whole batch, a 500-event replay found fewer gaps)
-        coverage = self.coverage.update_each(annotations)
+        documents = production_documents(events, self.documents) if self.documents else None
+        coverage = self.coverage.update_each(annotations, documents)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
-        # (topic, language, uncalibrated novel, topic gap, language gap) -> ((topic,
-        # language), gap), and the gap's dimension
+        # (topic, language, uncalibrated novel, topic gap, language gap, topic uncalibrated,
+        # document gap) -> ((topic, language), gap), and the gap's dimension
         strata: dict[tuple[Any, ...], tuple[tuple[Any, Any], float]] = {}
         gap_dimensions: dict[tuple[Any, ...], str | None] = {}
-        events = batch.events
         topics_seen = topics_uncalibrated = False
         # the picked events: (index in the batch, normalised question, scrubbed question,
         # whether its scrub found nothing in it (Occurrence.scrubbed: the PII stage's, its
@@ -397,15 +420,18 @@ class HarvestStage:
         known = too_long = 0
         max_chars = config.max_question_chars
         lows = scores.lows(events, quantile)
-        for i, (event, notes, low, topic_gap, language_gap) in enumerate(
-            zip(events, annotations, lows, coverage["topic"], coverage["language"], strict=True)
+        topic_gaps, language_gaps, document_gaps = (coverage["topic"], coverage["language"],
+                                                    coverage[DOCUMENT])  # fmt: skip
+        for i, (event, notes, low, topic_gap, language_gap, document_gap) in enumerate(
+            zip(events, annotations, lows, topic_gaps, language_gaps, document_gaps, strict=True)
         ):
             get = notes.get
             topic = get("topic")
             # an uncalibrated 'novel' is no fact: its topic share is no coverage gap; nor is
             # any topic's while the topic assignment is near chance (topic_calibrated False)
             key = (topic, get("language"), topic == "novel" and get("novelty_calibrated") is False,
-                   topic_gap, language_gap, get("topic_calibrated") is False)  # fmt: skip
+                   topic_gap, language_gap, get("topic_calibrated") is False,
+                   document_gap)  # fmt: skip
             stratum = strata.get(key)
             if stratum is None:
                 uncalibrated = key[2]
@@ -415,7 +441,7 @@ class HarvestStage:
                     topics_seen = True
                     topics_uncalibrated = topics_uncalibrated or key[5]
                 gap, gap_dimensions[key] = _larger(
-                    0.0 if uncalibrated or key[5] else topic_gap, language_gap
+                    0.0 if uncalibrated or key[5] else topic_gap, language_gap, document_gap
                 )
                 stratum = strata[key] = ((topic, key[1]), gap)
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
@@ -715,7 +741,8 @@ class HarvestStage:
     def _gap(self, topic: Any, language: Any, topic_gap: bool = True) -> tuple[float, str | None]:
         """``(gap, dimension)``: the larger coverage gap of ``topic`` (unless not
         ``topic_gap``) and ``language``, in [0, 1], and whose it is (``"language"`` when
-        both are as large; ``None`` when it is 0)."""
+        both are as large; ``None`` when it is 0). No document gap: a shadow result (the one
+        caller) carries its event's topic and language but not production's ranking."""
         language_gap = self.coverage.gap("language", language)
         topic_gap_ = self.coverage.gap("topic", topic) if topic_gap else 0.0
         return _larger(topic_gap_, language_gap)
@@ -1067,7 +1094,9 @@ class HarvestStage:
         below it (the ninth trial: German and Spanish gaps, the top 20 all English): these
         groups show each gap's own. Grouped by the suggestions' own labels, not by the
         ``gap_dimension`` they were flagged with: a suggestion's label is its first
-        wording's, and a later wording in another language may have brought the gap."""
+        wording's, and a later wording in another language may have brought the gap. A
+        document gap's suggestions are those whose pooled production rank-1 passage is in
+        that document (:meth:`suggestion_document`)."""
         config = self.config
         current = {
             (dimension, label): gap
@@ -1080,8 +1109,13 @@ class HarvestStage:
         if not current:
             return [], 0
         by_gap: dict[tuple[str, str], list[Suggestion]] = {}
+        documents = any(dimension == DOCUMENT for dimension, _ in current)
         for suggestion in self.suggestions.values():
             for key in (("language", suggestion.language), ("topic", suggestion.topic)):
+                if key in current:
+                    by_gap.setdefault(key, []).append(suggestion)
+            if documents:
+                key = (DOCUMENT, self.suggestion_document(suggestion))
                 if key in current:
                     by_gap.setdefault(key, []).append(suggestion)
         largest = sorted(by_gap.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:groups]
@@ -1092,6 +1126,47 @@ class HarvestStage:
             out.append({"dimension": dimension, "value": value, "gap": current[dimension, value],
                         "n": len(ranked), "top": best})  # fmt: skip
         return out, len(by_gap)
+
+    def suggestion_document(self, suggestion: Suggestion) -> str | None:
+        """The document of a suggestion: that of the passage production ranked first for
+        one of its questions (the first such in its pool, which keeps the best rank each
+        retriever gave a passage), ``None`` when none is a corpus passage with a document."""
+        for passage, ranks in suggestion.pool.items():
+            if ranks.get(PRODUCTION) == 1:
+                doc = self.documents.get(passage)
+                if doc is not None:
+                    return doc
+        return None
+
+    def document_gaps(self, top: int) -> dict[str, Any] | None:
+        """The under-covered documents over all live traffic seen
+        (:meth:`CoverageTracker.document_gaps`, gap ≥ ``min_gap``), for the reports:
+        ``{"gaps": [{"document", "live", "live_total", "gold", "gold_total", "gap"}, …],
+        "n_gaps": n, "gold_documents": k, "documents": d}`` — the ``top`` (≥ 0) largest
+        gaps of ``n``, ``live`` of ``live_total`` events given a document had it first,
+        ``gold`` of the gold set's ``gold_total`` row–document pairs ask about it; ``k``
+        documents the gold set asks about, ``d`` the corpus's. ``None`` when the corpus
+        names no document (no document dimension)."""
+        if not self.documents:
+            return None
+        gaps = self.coverage.document_gaps(self.config.min_gap)
+        gold = self.coverage.gold.get(DOCUMENT) or {}
+        return {
+            "gaps": [
+                {
+                    "document": g.label,
+                    "live": g.live,
+                    "live_total": g.live_total,
+                    "gold": g.gold,
+                    "gold_total": g.gold_total,
+                    "gap": g.gap,
+                }
+                for g in gaps[: max(0, top)]
+            ],
+            "n_gaps": len(gaps),
+            "gold_documents": len(gold),
+            "documents": self._n_documents,
+        }
 
     def state_snapshot(self) -> Any:
         """Trackers, recent event ids, the ids of the suggestions held (in order) and, in
@@ -1292,6 +1367,12 @@ class HarvestStage:
         coverage = CoverageTracker(self.coverage.gold, config.min_live_events,
                                    config.gap_window, config.min_gap_ratio)  # fmt: skip
         coverage.load(snapshot.get("coverage", {}))
+        # a document the corpus no longer has (it changed between runs) can never be covered:
+        # its all-time count would keep it listed as under-covered for good
+        names = set(self.documents.values())
+        coverage.document_totals = Counter(
+            {doc: n for doc, n in coverage.document_totals.items() if doc in names}
+        )
         scores = ScoreWindow(config.score_window, config.min_live_events)
         scores.load(snapshot.get("scores", {}))
         # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep

@@ -122,9 +122,10 @@ class SuggestionRecord(SuggestionJson):
 class GapSuggestions(TypedDict):
     """The suggestions held in one current coverage gap
     (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`): the gap's
-    ``dimension`` (``"language"`` or ``"topic"``), ``value`` (a BCP 47 tag or a topic id)
-    and ``gap`` (in [0, 1], over harvest's window), how many suggestions carry that value
-    (``n`` ≥ 1) and the records of the ``top`` ones by priority."""
+    ``dimension`` (``"language"``, ``"topic"`` or ``"document"``), ``value`` (a BCP 47 tag,
+    a topic id or a document label) and ``gap`` (in [0, 1], over harvest's window), how many
+    suggestions carry that value (``n`` ≥ 1) and the records of the ``top`` ones by
+    priority."""
 
     dimension: str
     value: str

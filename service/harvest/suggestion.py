@@ -20,10 +20,10 @@ disagreeing shadow result) and keeps, bounded:
 * ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production
   and of every shadow candidate, at most ``max_pool`` passages (first come first kept);
 * ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
-  occurrence, and ``gap`` — the largest coverage gap of its topic or language, in [0, 1] —
-  with ``gap_dimension``, the dimension whose gap it is (``"language"`` or ``"topic"``;
-  ``"language"`` when both are that large; ``None`` while ``gap`` is 0, and in a record
-  written before the field existed);
+  occurrence, and ``gap`` — the largest coverage gap of its topic, language or document, in
+  [0, 1] — with ``gap_dimension``, the dimension whose gap it is (``"language"``, ``"topic"``
+  or ``"document"``; on a tie the language, then the topic; ``None`` while ``gap`` is 0, and
+  in a record written before the field existed);
 * ``trace_id`` — provenance: the OpenTelemetry trace of the first counted occurrence that
   came from a trace (the representative's own when it did), ``None`` when none did.
 
@@ -131,9 +131,10 @@ class Occurrence(NamedTuple):
         rankings: ``{retriever: passage ids best first}`` (production and/or candidates).
         language, topic, role: breakdown labels (``None`` unknown).
         source: ``"real"`` or ``"generated"``.
-        gap: coverage gap of its topic or language at that time, in [0, 1].
-        gap_dimension: ``"language"`` or ``"topic"``, whose gap ``gap`` is (the language's
-            when both are as large), ``None`` when ``gap`` is 0.
+        gap: the largest coverage gap of its topic, language or document at that time, in
+            [0, 1].
+        gap_dimension: ``"language"``, ``"topic"`` or ``"document"``, whose gap ``gap`` is
+            (on a tie the language's, then the topic's), ``None`` when ``gap`` is 0.
         counts: whether this is a new event (``False``: evidence added to a counted event,
             e.g. a shadow result arriving after its event). Not ``count``: that would hide
             ``tuple.count``.

@@ -294,12 +294,15 @@ def candidates_section(candidates: Any) -> Markup:
     replay summary's totals (suggestions by reason, picked events shed) when it has them."""
     rows = suggestion_rows(candidates)
     summary = _summary(candidates) if isinstance(candidates, Mapping) else []
+    documents = document_gap_table(candidates.get("documents")) if isinstance(
+        candidates, Mapping) else []  # fmt: skip
     if not rows:
         return section(
             "gold-candidates",
             "Suggested gold questions",
             *summary,
             para("No suggestion yet.", "muted"),
+            *documents,
         )
     shown = rows[:MAX_SUGGESTIONS]
     fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
@@ -326,7 +329,36 @@ def candidates_section(candidates: Any) -> Markup:
         parts.append(para(f"{hidden} more suggestions not shown.", "muted"))
     if isinstance(candidates, Mapping):
         parts.extend(_gap_tables(candidates.get("in_gaps"), candidates.get("n_gaps")))
+    parts.extend(documents)
     return section("gold-candidates", "Suggested gold questions", *parts)
+
+
+def document_gap_table(documents: Any) -> list[Markup]:
+    """The documents the gold set under-covers (a harvest summary's ``documents``,
+    :meth:`~service.harvest.stage.HarvestStage.document_gaps`): a heading line and one row
+    per document (its scrubbed label, live questions of all, gold references of all, the
+    gap's lower bound); a line saying none is; empty without ``documents`` (the corpus names
+    no document)."""
+    if not isinstance(documents, Mapping):
+        return []
+    gaps = [g for g in documents.get("gaps") or () if isinstance(g, Mapping)]
+    n_gaps = documents.get("n_gaps")
+    more = n_gaps - len(gaps) if isinstance(n_gaps, int) else 0
+    asked = (f"the gold set asks about {documents.get('gold_documents', 0)} of the corpus's "
+             f"{documents.get('documents', 0)} documents")  # fmt: skip
+    if not gaps:
+        return [para(f"No document is under-covered by the gold set ({asked}).", "meta")]
+    body = [[str(g.get("document", "")), f"{g.get('live', 0):,} of {g.get('live_total', 0):,}",
+             f"{g.get('gold', 0)} of {g.get('gold_total', 0)}", g.get("gap")]
+            for g in gaps]  # fmt: skip
+    return [
+        para("Documents the gold set under-covers, over all the traffic (a question's "
+             "document: the one production ranked first; live share ≥ 2 × gold share, its "
+             f"95 % lower bound ≥ gold share + 2 points; {asked})"
+             + (f"; the {len(gaps)} largest of {n_gaps}." if more > 0 else "."), "meta"),
+        table(["document", "questions (live)", "gold references", "gap"], body,
+              text_columns=(0,)),
+    ]  # fmt: skip
 
 
 def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:

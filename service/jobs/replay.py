@@ -998,10 +998,35 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
         listed = ", ".join(f"{g['dimension']} {g['value']} {g['n']}" for g in gaps)
         lines.append(f"  in the coverage gaps of the recent events (harvest.gap_window): {listed}"
                      + (f" (and {more} smaller gaps)" if more > 0 else ""))  # fmt: skip
+    lines += document_gap_lines(summary.get("documents"))
     note = shed_note(summary)
     if note is not None:
         lines.append(f"  {note}")
     return lines
+
+
+def document_gap_lines(documents: Mapping[str, Any] | None) -> list[str]:
+    """The under-covered documents of a harvest summary (its ``documents``,
+    :meth:`~service.harvest.stage.HarvestStage.document_gaps`): one line, ``"  documents
+    under-covered by the gold set (rule; over all traffic): faq-topup.html 21.3 % live (562 of
+    2,640 questions) / 0.0 % gold (0 of 46), …"``; ``[]`` without ``documents``."""
+    if not documents:
+        return []
+    gaps = documents.get("gaps") or []
+    listed = ", ".join(
+        f"{g['document']} {g['live'] / g['live_total']:.1%} live ({g['live']:,} of "
+        f"{g['live_total']:,} questions) / {g['gold'] / g['gold_total']:.1%} gold "
+        f"({g['gold']} of {g['gold_total']})"
+        for g in gaps
+        if g.get("live_total") and g.get("gold_total")
+    )
+    more = int(documents.get("n_gaps", len(gaps))) - len(gaps)
+    return [f"  documents under-covered by the gold set ({COVERAGE_GAP_RULE}; a question's "
+            "document: its first production passage's; over all traffic): "
+            + (listed or "none")
+            + (f" (and {more} smaller gaps)" if more > 0 else "")
+            + f"; the gold set asks about {documents.get('gold_documents', 0)} of "
+            f"{documents.get('documents', 0)} documents"]  # fmt: skip
 
 
 def _shadow_lines(shadow: ShadowStageReport | None, min_n: int = FEW_RESULTS) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from service.coverage import document_counts
 from service.data.corpus import Corpus, load_corpus
 from service.data.goldset import (
     GoldSet,
@@ -41,6 +42,7 @@ from service.evaluation.detector_quality import quality_gauges
 from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
+from service.harvest.signals import DOCUMENT, passage_documents
 from service.harvest.store import candidate_sweep
 from service.language.unlabelled import unlabelled_languages, unlabelled_text
 from service.pii import UNKEYED, Pseudonymiser
@@ -423,9 +425,16 @@ def build_live(
             # the analytics' fit texts (build_analytics), so a tfidf embedder is shared too
             fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
             embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
-        harvest = HarvestStage(settings.harvest, analytics.gold_counts, list(gold), sinks=sinks,
+        # a question's document: its first production passage's in the corpus; the gold
+        # set's: its rows' relevant passages' (no documents in the corpus: none)
+        documents = passage_documents((p.id, p.doc) for p in corpus.passages)
+        gold_counts = dict(analytics.gold_counts)
+        if documents:
+            gold_counts[DOCUMENT] = document_counts((q.gold for q in gold), documents)
+        harvest = HarvestStage(settings.harvest, gold_counts, list(gold), sinks=sinks,
                                embedder=embedder, memo=memo,
-                               clock=replay_clock if replay else time.monotonic)  # fmt: skip
+                               clock=replay_clock if replay else time.monotonic,
+                               documents=documents)  # fmt: skip
         harvest_metrics = build_harvest_metrics(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )

@@ -29,10 +29,12 @@ from consumers.file_source import FileSource
 from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
+from service.coverage import document_counts
 from service.data.corpus import DataFileError, load_corpus
 from service.data.goldset import GoldFileCheck, load_gold_set
 from service.errors import GoldwatchError, describe_error
 from service.evaluation.detector_quality import quality_gauges
+from service.harvest.signals import DOCUMENT
 from service.pacing import Backoff
 from service.pipeline import Stage
 from service.quality.known import KnownQuestionIndex
@@ -46,6 +48,7 @@ from service.runtime.live import (
 )
 from service.runtime.memory import fix_mmap_threshold, freeze_heap
 from service.runtime.reports import (
+    GAP_GROUPS,
     AnalyticsReport,
     analytics_report,
     json_safe,
@@ -121,6 +124,7 @@ class StatusReport(TypedDict):
     last_error: str | None
     gold_refresh_error: str | None
     gold_file_error: str | None
+    under_covered_documents: dict[str, Any] | None
 
 
 class GoldRunStatus(TypedDict):
@@ -516,7 +520,17 @@ class Runtime:
             "last_error": self.last_error,
             "gold_refresh_error": self.gold_refresh_error,
             "gold_file_error": self.gold_file_problem(),
+            "under_covered_documents": self.document_gaps(),
         }
+
+    def document_gaps(self) -> dict[str, Any] | None:
+        """The documents the gold set under-covers, over all live traffic since the state
+        began (:meth:`~service.harvest.stage.HarvestStage.document_gaps`, the
+        :data:`~service.runtime.reports.GAP_GROUPS` largest); ``None`` without harvesting or
+        when the corpus names no document. Read without the pipeline lock: the counts are
+        copied first (one C-level dict copy), so a batch counting meanwhile is no danger."""
+        harvest = self.live.harvest
+        return None if harvest is None else harvest.document_gaps(GAP_GROUPS)
 
     def analytics_report(self) -> AnalyticsReport | None:
         """The analytics summary (as in ``goldwatch replay``), or ``None`` when disabled."""
@@ -611,8 +625,12 @@ class Runtime:
         with self.engine.lock:
             if self.live.quality is not None:
                 self.live.quality.index = index
-            if self.live.harvest is not None:
-                self.live.harvest.coverage.set_gold(counts)
+            if self.live.harvest is not None:  # an accepted row's document is covered now
+                harvest = self.live.harvest
+                documents = harvest.documents
+                gold_documents = ({DOCUMENT: document_counts((q.gold for q in gold), documents)}
+                                  if documents else {})  # fmt: skip
+                harvest.coverage.set_gold({**counts, **gold_documents})
             if self.live.analytics_metrics is not None:
                 self.live.analytics_metrics.set_gold_shares(counts)
                 analytics = self.live.analytics

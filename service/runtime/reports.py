@@ -226,7 +226,10 @@ class HarvestSummary(TypedDict):
     ``n_gaps``) its suggestions' count and its best :data:`GAP_TOP`
     (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`); with a registry,
     ``shed`` (picked events whose new question was shed) and ``max_new_per_batch`` (the
-    bound that sheds them)."""
+    bound that sheds them); ``documents`` (live, when the corpus names documents): the
+    under-covered documents over all live traffic
+    (:meth:`~service.harvest.stage.HarvestStage.document_gaps`, the :data:`GAP_GROUPS`
+    largest)."""
 
     n_suggestions: int
     by_reason: dict[str, int]
@@ -235,6 +238,7 @@ class HarvestSummary(TypedDict):
     n_gaps: NotRequired[int]
     shed: NotRequired[int]
     max_new_per_batch: NotRequired[int | None]
+    documents: NotRequired[dict[str, Any]]
 
 
 class LiveReports(TypedDict, total=False):
@@ -262,6 +266,9 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
                                    "by_reason": harvest.reason_counts(),
                                    "top": harvest.best_records(20),
                                    "in_gaps": in_gaps, "n_gaps": n_gaps}  # fmt: skip
+        documents = harvest.document_gaps(GAP_GROUPS)
+        if documents is not None:
+            summary["documents"] = documents
         if registry is not None:
             shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
             summary["shed"] = int(shed or 0)

@@ -669,6 +669,24 @@ members with them, the export's suggestions likewise; 20k: 4,284 → 4,006, and 
 cap the held suggestions' other reasons and gaps moved with the ones kept
 (``coverage_gap`` 2,294 → 2,337, ``refused`` 611 → 639, ``in_gaps[1].n`` 128 → 221 ...).
 No analytics, verdict, count or alarm moved.
+All three rewritten in the thirty-eighth session (s38-docgap; trial 37b MEDIUM 4: a surge on a
+FAQ the gold set had no row on got no gap reason) for one meant change: harvest's coverage
+gaps have a third dimension, ``document`` (a question's: the corpus document of the passage
+production ranked first; the gold set's: its rows' relevant passages'). Checked by a
+field-by-field diff against the former files: only ``gold_candidates`` and the suggestions
+moved. Added: ``gold_candidates.documents`` (the under-covered documents over all traffic:
+demo ``invigilation-note-odd-2026.docx``, 288 of 2,914 questions' first passage against 1 of
+47 gold references, gap 0.0672 — the staff-only note production answers exam questions from
+in phases B and C; production and 20k none, the gold set asks about all 49 documents). Demo:
+``in_gaps`` gains that document (76 suggestions, gap 0.1154 over the last 1,000 events),
+by_reason coverage_gap 199 → 240, shadow_disagreement 94 → 93, ``n_suggestions`` 420 → 430
+(exam questions picked for the gap start suggestions of their own: 18 new ids, 8 former ones
+now merged under another wording), 18 of the former top 20 kept. Production: the same 1,757
+suggestions with the same reasons; 112 priorities moved by sub-floor document gaps (the
+priority's ``1 + gap``, as topic and language gaps below ``min_gap`` always did), so the
+export's order and the report's ``top`` move. 20k: 5,000 held, by_reason
+answered_out_of_scope 4,284 → 4,286, refused 611 → 610 (the eviction at the 5,000 cap follows
+the moved priorities); the suggestions' digest re-pinned.
 """
 
 from __future__ import annotations
@@ -908,8 +926,12 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: former code's 5,000: 790 left (each had that reason, 557 of them no other), 790 came in
 #: at the cap, 149 kept ones lost the reason (priority with
 #: it), and 84 kept ones' counts and pools moved with the evictions; 5,000 held.
+#: Then with the thirty-eighth session's s38-docgap: document coverage gaps (module
+#: docstring): 5,000 held, priorities moved by sub-floor document gaps; merged with the
+#: review's rule above, the report's counts move by a few (coverage_gap 2,337 → 2,339,
+#: low_confidence 909 → 911, refused 639 → 636: eviction follows the moved priorities).
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "31e0f7862b154d02a443a1456b16137e039c96edf616b0d73a1df1ef4f6d86b8"
+    "2a7f6d591f337d32ef60bc9deb584627382d54303945fadca82fc74ada188501"
 )
 
 

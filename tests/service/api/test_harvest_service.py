@@ -149,6 +149,50 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     assert "exams" in topics and not any(name.startswith("topic-") for name in topics)
 
 
+def test_accepted_rows_on_an_under_covered_document_cover_it(tmp_path: Path) -> None:
+    """The demo's students ask exam questions production answers from the staff-only
+    invigilation note (about 1 in 10 live questions, phases B and C), which 1 of the 47 demo
+    gold rows asks about: /v1/status lists it under-covered. Rows accepted with its passages
+    raise its gold count (recounted from the file and the corpus here, not by the service)
+    until its live share is under twice its gold share: no longer listed, its live count kept.
+    (The module's shared server has no corpus: no document dimension, ``None``.)"""
+    settings = _demo_settings(tmp_path, corpus=demo_path("corpus.jsonl"))
+    with Server(settings) as running:
+        _document_covered_by_accepts(_consumed(running))
+
+
+def _document_covered_by_accepts(server: Server) -> None:
+    runtime = server.runtime
+    harvest = runtime.live.harvest
+    assert harvest is not None
+    doc = "invigilation-note-odd-2026.docx"
+    listed = httpx.get(server.base + "/v1/status").json()["under_covered_documents"]
+    before = next(g for g in listed["gaps"] if g["document"] == doc)
+    assert before["live"] > 0.08 * before["live_total"] and before["gold"] <= 2
+    gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
+    passages = [p for p, d in harvest.documents.items() if d == doc]
+    items = _list(server, status="suggested", limit=500)["items"]
+    ours = [item for item in items
+            if any(row["id"] in passages and row["by"].get("production") == 1
+                   for row in item["pool"])]  # fmt: skip
+    for item in ours[:2]:
+        url = f"{server.base}/v1/gold-candidates/{item['id']}/accept"
+        response = httpx.post(url, json={"gold": [passages[0]], "kind": "plain"}, headers=AUTH)
+        assert response.status_code == 200, response.text
+    _refreshes_done()
+    assert runtime.gold_refresh_error is None
+    rows = [json.loads(line) for line in gold_path.read_text(encoding="utf-8").splitlines()]
+    on_doc = sum(any(p in passages for p in row["gold"]) for row in rows)
+    assert harvest.coverage.gold["document"][doc] == on_doc == before["gold"] + 2
+    after = httpx.get(server.base + "/v1/status").json()["under_covered_documents"]
+    assert doc not in {g["document"] for g in after["gaps"]}
+    assert harvest.coverage.document_totals[doc] == before["live"]  # the input had ended
+
+
+def test_the_shared_server_without_a_corpus_lists_no_documents(server: Server) -> None:
+    assert httpx.get(server.base + "/v1/status").json()["under_covered_documents"] is None
+
+
 def test_reject_keeps_the_decision_scrubbed(server: Server) -> None:
     item = _list(server, status="suggested", limit=1)["items"][0]
     url = f"{server.base}/v1/gold-candidates/{item['id']}/reject"
