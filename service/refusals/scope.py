@@ -772,9 +772,10 @@ def unstable_text(scope: Mapping[str, Any]) -> str:
             f"answerable gold rows that set it ({band}): {out} of the {total} out of scope "
             f"and {inside} in scope, so within that range the count could rise to "
             f"{total + inside} or fall toward {total - out} (a bound: the detector's "
-            f"regression may keep some of them out); the range resamples these rows and cannot fall below their least, so another gold "
-            f"set may move the count further; the out_of_scope drift dimension tests only "
-            f"the other {scored - moved}")  # fmt: skip
+            f"regression may keep some of them out); the range resamples these rows and "
+            f"cannot fall below their least, so another gold set may move the count "
+            f"further; the out_of_scope drift dimension tests only the other "
+            f"{scored - moved}")  # fmt: skip
 
 
 def no_gold_rows_text(scope: Mapping[str, Any]) -> str:
