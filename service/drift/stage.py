@@ -105,6 +105,17 @@ TOPIC_RULE = "gold_languages"
 #: cutoff's range does not move (``out_of_scope_stable``). A state kept before (its windows
 #: count every verdict) restores no ``out_of_scope`` detector (:meth:`DriftStage.restore`).
 SCOPE_RULE = "stable_verdicts"
+#: The dimensions whose windows a saved state holds only under a counting rule:
+#: ``dimension -> (state key, rule, what differed)``. A state saved under another rule (or
+#: none) restores no detector of that dimension, which warms up afresh
+#: (:meth:`DriftStage.restore`): its old windows count other events than the new ones.
+RESTORE_RULES: dict[str, tuple[str, str, str]] = {
+    "topic": ("topic_rule", TOPIC_RULE,
+              "before questions in a language without gold rows were left out"),
+    "out_of_scope": ("scope_rule", SCOPE_RULE,
+                     "before they counted only the verdicts the off-corpus cutoff's range "
+                     "does not move"),
+}  # fmt: skip
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
@@ -1004,8 +1015,7 @@ class DriftStage:
             "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
-            "topic_rule": TOPIC_RULE,
-            "scope_rule": SCOPE_RULE,
+            **{key: rule for key, rule, _ in RESTORE_RULES.values()},
         }
 
     def restore(self, state: Any) -> None:
@@ -1025,18 +1035,13 @@ class DriftStage:
             return
         detectors = state.get("detectors", {})
         for dim, det in self._detectors().items():
-            if dim == "topic" and state.get("topic_rule") != TOPIC_RULE:
-                if detectors.get(dim) is not None:
-                    log.info("drift: the topic windows of a state kept before questions in a "
-                             "language without gold rows were left out are not restored: "
-                             "the topic dimension warms up afresh")  # fmt: skip
-                continue
-            if dim == "out_of_scope" and state.get("scope_rule") != SCOPE_RULE:
-                if detectors.get(dim) is not None:
-                    log.info("drift: the out_of_scope windows of a state kept before they "
-                             "counted only the verdicts the off-corpus cutoff's range does not "
-                             "move are not restored: the dimension warms up afresh")  # fmt: skip
-                continue
+            if dim in RESTORE_RULES:
+                key, rule, differed = RESTORE_RULES[dim]
+                if state.get(key) != rule:
+                    if detectors.get(dim) is not None:
+                        log.info("drift: the %s windows of a state kept %s are not restored: "
+                                 "the dimension warms up afresh", dim, differed)  # fmt: skip
+                    continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
