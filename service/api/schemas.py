@@ -266,8 +266,10 @@ class RefusalsReport(TypedDict):
     a detector is uncalibrated (``None``: analytics without one), the class size below which
     it is likewise (``quality_min_class``), and ``refusals_method``: how the answers were
     counted as refused, with both counts (``answer.refused`` where the event sets it, else
-    phrase patterns whose precision and recall on this traffic are not measured;
-    ``refusals.method``)."""
+    the answer's text: the phrase patterns, whose precision and recall are measured on
+    NoMIRACL's English replies only, or a configured refusal model, measured only against
+    ``answer.refused`` on this traffic, or either: the sentence names which and in which
+    languages; ``refusals.method``)."""
 
     refusals: RefusalCounts
     out_of_scope: OutOfScopeReport

@@ -124,11 +124,13 @@ def flag_agreement_rows(
     return rows
 
 
-def flag_agreement_text(rows: Sequence[Mapping[str, Any]], min_n: int = FEW) -> str | None:
+def flag_agreement_text(rows: Sequence[Mapping[str, Any]], min_n: int = FEW,
+                        reader: str = "the phrase patterns") -> str | None:  # fmt: skip
     """The rows of :func:`flag_agreement_rows` in one sentence, ``None`` without rows: per
-    language the patterns' precision and recall against ``answer.refused`` with counts and
-    Wilson 95 % intervals; a language with fewer than ``min_n`` flagged refusals is "too few
-    flagged refusals to measure recall".
+    language ``reader``'s (what read the texts: the phrase patterns, else the running
+    detector's :data:`~service.refusals.detector.READER_NAMES` entry) precision and recall
+    against ``answer.refused`` with counts and Wilson 95 % intervals; a language with fewer
+    than ``min_n`` flagged refusals is "too few flagged refusals to measure recall".
 
     >>> rows = flag_agreement_rows({"de": (716, 99, 0, 0), "en": (5, 1, 1, 1)})
     >>> print(flag_agreement_text(rows))  # doctest: +NORMALIZE_WHITESPACE
@@ -157,5 +159,5 @@ def flag_agreement_text(rows: Sequence[Mapping[str, Any]], min_n: int = FEW) -> 
             recall = f"recall {ratio(r['both'], r['flagged'], r['recall_low'], r['recall_high'])}"
         first, second = (recall, precision) if not r["detected"] else (precision, recall)
         parts.append(f"{r['language']} {first}, {second} ({r['checked']} answers)")
-    return ("the phrase patterns against answer.refused (the answers that set it and have a "
+    return (f"{reader} against answer.refused (the answers that set it and have a "
             "text; Wilson 95 %): " + "; ".join(parts))  # fmt: skip

@@ -305,19 +305,70 @@ _PATTERNS_CAVEAT = (
 )
 
 
+#: What reads an answer's text when the event does not set ``answer.refused``
+#: (:func:`text_reader`): the phrase patterns alone, a :class:`RefusalModel` (``combine=
+#: "model"``: the patterns then decide nothing) or either of them (``combine="any"``).
+Reader = Literal["patterns", "model", "model or patterns"]
+
+#: How the method sentence names each :data:`Reader` where it counts the answers it decided.
+READER_NAMES: dict[str, str] = {
+    "patterns": "phrase patterns",
+    "model": "the refusal model",
+    "model or patterns": "the refusal model or phrase patterns",
+}
+
+
+def text_reader(detector: RefusalDetector) -> Reader:
+    """Which :data:`Reader` ``detector`` is: ``"patterns"`` without a model, else
+    ``"model"`` or ``"model or patterns"`` by its ``combine``.
+
+    >>> text_reader(RefusalDetector())
+    'patterns'
+    """
+    if detector.model is None:
+        return "patterns"
+    return "model" if detector.combine == "model" else "model or patterns"
+
+
+def _model_caveat(reader: Reader, measured: Sequence[str]) -> str:
+    """The caveat of a :class:`RefusalModel` reader (``"model"`` or ``"model or patterns"``):
+    what decided, where it is measured (``measured``: the languages whose answers set
+    ``answer.refused`` and have a text, :func:`~service.quality.by_language.flag_agreement_rows`)
+    and, with the patterns, their caveat too."""
+    where = (f"measured against answer.refused on this traffic in {', '.join(measured)} only "
+             "(against_flag)" if measured else
+             "measured in no language: no answer on this traffic both sets answer.refused "
+             "and has a text")  # fmt: skip
+    if reader == "model":
+        return ("the refusal model, learnt from the user's own labelled replies, read these "
+                "answers, not the phrase patterns; goldwatch has no precision or recall of it "
+                f"but against the producer's flag: {where}; an empty or blank reply counts as "
+                "a refusal; set answer.refused for exact counts")  # fmt: skip
+    return ("a reply counts as a refusal when the refusal model (learnt from the user's own "
+            "labelled replies) or the phrase patterns read it as one; goldwatch has no "
+            f"precision or recall of the model but against the producer's flag: {where}; "
+            f"{_PATTERNS_CAVEAT}")  # fmt: skip
+
+
 def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = None,
                         refused_by: tuple[int, int] | None = None,
-                        refused: int | None = None) -> str:  # fmt: skip
+                        refused: int | None = None, reader: Reader = "patterns",
+                        measured: Sequence[str] = ()) -> str:  # fmt: skip
     """How this run's refusals were decided, with both counts, for the replay text and HTML,
     the status page and ``GET /v1/refusals``: ``by_flag`` answers by the event's own
-    ``answer.refused`` (exact), ``by_patterns`` by the phrase patterns over the answer text
-    (:class:`RefusalDetector`; measured on NoMIRACL only, so the caveat is added when any).
+    ``answer.refused`` (exact), ``by_patterns`` by the answer text's ``reader``
+    (:func:`text_reader` of the :class:`RefusalDetector`: the phrase patterns, measured on
+    NoMIRACL's English replies only, so their caveat is added when they decided any; a
+    :class:`RefusalModel`, measured by goldwatch only against ``answer.refused`` on this
+    traffic, in the ``measured`` languages; or either of them, with both caveats).
     Counts are ≥ 0; with none of either, "no answers in this log". ``answers`` (the total,
     when known) above their sum adds how many were counted before the split was kept (totals
     of an older state file). ``refused_by`` (``(by flag, by patterns)``: of those answers,
     the refused ones) adds each side's refusals, so the refused count reconciles with the
     sources that decided it; ``refused`` (the total) above their sum adds how many refusals
-    were counted before that split was kept.
+    were counted before that split was kept. The counts are the annotation totals since the
+    first start; ``reader`` is the running detector's (a reader changed across restarts is
+    not told apart).
 
     >>> refusal_rate_method(4000, 0)
     'answer.refused decided all 4000 answers'
@@ -325,6 +376,11 @@ def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = No
     'answer.refused decided all 4000 answers (432 refused)'
     >>> print(refusal_rate_method(3, 2, refused_by=(1, 2)))  # doctest: +ELLIPSIS
     answer.refused decided 3 answers (1 refused), phrase patterns 2 (2 refused) (phrase ...)
+    >>> print(refusal_rate_method(0, 2, reader="model", measured=["de"]))
+    ... # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+    the refusal model decided all 2 answers (the refusal model, ...; goldwatch has no
+    precision or recall of it but against the producer's flag: measured against answer.refused
+    on this traffic in de only (against_flag); ...)
     """
     earlier = max(0, (answers or 0) - by_flag - by_patterns)
     before = f"; {earlier} answers counted before this split was kept" if earlier else ""
@@ -338,11 +394,13 @@ def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = No
         return "no answers in this log" if not before else before[2:]
     if by_patterns == 0:
         return f"answer.refused decided all {by_flag} answers{flag_refused}{before}"
+    name = READER_NAMES[reader]
+    caveat = _PATTERNS_CAVEAT if reader == "patterns" else _model_caveat(reader, measured)
     if by_flag == 0:
-        return (f"phrase patterns decided all {by_patterns} answers{patterns_refused} "
-                f"({_PATTERNS_CAVEAT}){before}")  # fmt: skip
-    return (f"answer.refused decided {by_flag} answers{flag_refused}, phrase patterns "
-            f"{by_patterns}{patterns_refused} ({_PATTERNS_CAVEAT}){before}")  # fmt: skip
+        return (f"{name} decided all {by_patterns} answers{patterns_refused} "
+                f"({caveat}){before}")  # fmt: skip
+    return (f"answer.refused decided {by_flag} answers{flag_refused}, {name} "
+            f"{by_patterns}{patterns_refused} ({caveat}){before}")  # fmt: skip
 
 
 #: Openings that mark a reply as an answer even when it later says part of the question is not

@@ -27,8 +27,9 @@ from service.language.unlabelled import (
 from service.pipeline.totals import AnnotationTotals
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
-from service.refusals.detector import refusal_rate_method
+from service.refusals.detector import READER_NAMES, Reader, refusal_rate_method, text_reader
 from service.refusals.scope import describe, unstable_text
+from service.refusals.stage import RefusalStage
 from service.runtime.analytics import (
     Analytics,
     counted_under_text,
@@ -50,7 +51,9 @@ from service.topics.stage import TopicStage
 class RefusalCounts(TypedDict):
     """Answers seen, how many were refusals, and their rate in [0, 1] (``None``: no
     answers yet); ``by_flag`` / ``by_patterns``: answers decided by the event's
-    ``answer.refused`` / by the phrase patterns; ``refused_by_flag`` /
+    ``answer.refused`` / by their text (the phrase patterns, or a configured
+    :class:`~service.refusals.detector.RefusalModel` alone or with them: ``method`` says
+    which, :func:`~service.refusals.detector.text_reader`); ``refused_by_flag`` /
     ``refused_by_patterns``: of those, the refused ones (with ``refused`` minus their sum
     counted before this split was kept); ``method``: the sentence saying so
     (:func:`~service.refusals.detector.refusal_rate_method`); ``by_language``: the refusal
@@ -64,7 +67,8 @@ class RefusalCounts(TypedDict):
     :meth:`~service.quality.stage.LiveQualityStage.known_refusal`, ``{"n", "refused", "rate",
     "low", "high"}``, over the known questions the live-quality figures cover) with ``text``
     and ``brief`` (:func:`~service.quality.stage.known_refusal_text`, citing the drift
-    stage's ``known_refusal`` comparison). ``against_flag``: the phrase patterns measured
+    stage's ``known_refusal`` comparison). ``against_flag``: the text reader (the phrase
+    patterns, or the model as ``method`` names it) measured
     against the producer's own ``answer.refused`` on the answers that set it and have a text,
     per language (:func:`~service.quality.by_language.flag_agreement_rows`; ``[]`` when no
     answer sets it) and ``against_flag_text`` the sentence (``None`` without rows): where the
@@ -338,6 +342,14 @@ def _scope_gold_languages(live: Live) -> tuple[bool, frozenset[str] | None]:
     return False, None
 
 
+def _text_reader(live: Live) -> Reader:
+    """What reads the answers' texts in ``live`` (:func:`~service.refusals.detector.text_reader`
+    of its :class:`~service.refusals.stage.RefusalStage`'s detector; ``"patterns"`` without
+    one)."""
+    stage = next((st for st in live.analytics.stages if isinstance(st, RefusalStage)), None)
+    return "patterns" if stage is None else text_reader(stage.detector)
+
+
 def analytics_report(live: Live) -> AnalyticsReport | None:
     """Summarise the analytics of a run from the drift stage and the persisted annotation
     totals (since the first start, not since this process's: the Prometheus counters
@@ -361,6 +373,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     scope_lacking, scope_covered = split_by_gold(totals.by_language["no_gold_rows"],
                                                  *_scope_gold_languages(live))  # fmt: skip
     by_language = totals.by_language
+    reader = _text_reader(live)
     agreement = flag_agreement_rows(
         {lang: (n, by_language["flag_refused"][lang], by_language["text_refused"][lang],
                 by_language["both_refused"][lang])
@@ -384,6 +397,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                      "method": refusal_rate_method(
                          flags["answers_by_flag"], flags["answers_by_patterns"], answers,
                          (flags["refusals_by_flag"], flags["refusals_by_patterns"]), refused,
+                         reader, [row["language"] for row in agreement],
                      ),
                      "by_language": rate_rows(
                          {lang: (totals.by_language["refusals"][lang], n)
@@ -392,7 +406,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                      "by_language_answers": sum(totals.by_language["answers"].values()),
                      "against_flag": agreement,
                      "against_flag_text": flag_agreement_text(
-                         agreement, live.analytics.quality_min_class)},
+                         agreement, live.analytics.quality_min_class,
+                         "the phrase patterns" if reader == "patterns" else READER_NAMES[reader],
+                     )},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],

@@ -28,6 +28,7 @@ from service.refusals.detector import (
     RefusalDetector,
     RefusalModel,
     refusal_rate_method,
+    text_reader,
 )
 from service.refusals.stage import RefusalStage
 from service.topics.model import ArtefactError
@@ -504,3 +505,39 @@ def test_the_method_sentence_says_failures_count_as_refusals() -> None:
     assert 'a reply with no answer in it (empty, "Unable to generate response."' in method
     assert 'an error message such as "Internal server error") counts as a refusal' in method
     assert "counts as a refusal" not in refusal_rate_method(5, 0)  # the flag decided: exact
+
+
+def test_the_method_sentence_names_the_reader_of_the_texts(model: RefusalModel) -> None:
+    """Session 39: with a :class:`RefusalModel` the sentence still said "phrase patterns"
+    and quoted their NoMIRACL figures, for answers the model had read. It names what read
+    the texts (the patterns, the model, or either) and, for a model, the languages it is
+    measured in (against ``answer.refused`` on this traffic: goldwatch has no other
+    measure of a user's model); the patterns' sentence is unchanged."""
+    assert text_reader(RefusalDetector()) == "patterns"
+    assert text_reader(RefusalDetector(model=model)) == "model"
+    assert text_reader(RefusalDetector(model=model, combine="any")) == "model or patterns"
+    patterns = refusal_rate_method(3, 2, refused_by=(1, 1))
+    assert patterns == refusal_rate_method(3, 2, refused_by=(1, 1), reader="patterns",
+                                           measured=["de"])  # fmt: skip
+    assert patterns.startswith("answer.refused decided 3 answers (1 refused), phrase patterns 2")
+    alone = refusal_rate_method(3, 2, refused_by=(1, 1), reader="model", measured=["de", "en"])
+    assert alone.startswith(
+        "answer.refused decided 3 answers (1 refused), the refusal model 2 "
+        "(1 refused) (the refusal model, learnt from the user's own "
+        "labelled replies, read these answers, not the phrase patterns"
+    )
+    assert "measured against answer.refused on this traffic in de, en only" in alone
+    assert "NoMIRACL" not in alone and "phrase patterns not measured" not in alone
+    assert "an empty or blank reply counts as a refusal" in alone
+    unmeasured = refusal_rate_method(0, 2, reader="model")
+    assert unmeasured.startswith("the refusal model decided all 2 answers (")
+    assert "measured in no language: no answer on this traffic both sets answer.refused" in (
+        unmeasured)  # fmt: skip
+    either = refusal_rate_method(0, 2, reader="model or patterns", measured=["de"])
+    assert either.startswith("the refusal model or phrase patterns decided all 2 answers (a "
+                             "reply counts as a refusal when the refusal model (learnt from "
+                             "the user's own labelled replies) or the phrase patterns read it "
+                             "as one;")  # fmt: skip
+    assert "in de only" in either and "NoMIRACL's LLM replies to English and Hindi" in either
+    # the flag alone decided: no reader named, whichever it is
+    assert refusal_rate_method(5, 0, reader="model") == refusal_rate_method(5, 0)

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -484,6 +484,80 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
     none = run_replay(load_settings(), empty, None, tmp_path / "dlq2.jsonl")
     assert "refusals: none (no answers in this log)" in render_text(none).splitlines()
     assert "Refused answers: no answers in this log." in render_replay_html(none)
+
+
+#: Replies a help desk labelled (True: a refusal) to fit a :class:`RefusalModel` on.
+MODEL_REPLIES = (
+    ("Please contact the registrar's office about that.", True),
+    ("Please ask the front desk, I cannot say.", True),
+    ("That is for the warden to answer, please contact them.", True),
+    ("The concert hall allows instruments after 6 pm.", False),
+    ("Gym block B's treadmills are repaired by the sports office.", False),
+    ("The library opens at 9 am.", False),
+)
+
+
+@pytest.mark.parametrize("combine", ["model", "any"])
+def test_the_refusal_line_names_a_refusal_model_that_read_the_texts(
+    tmp_path: Path, combine: Literal["model", "any"]
+) -> None:
+    """Session 39: with a :class:`RefusalModel` in the refusal stage the method sentence
+    still said "phrase patterns" (and quoted their NoMIRACL figures) for answers the model
+    had read. The same six events as above through a live pipeline whose detector has a
+    model: the report's sentence names the model (alone, or with the patterns) and the
+    languages it is measured in against ``answer.refused`` (the three flagged answers with a
+    text), and the replay text and HTML print it; without a model the patterns' sentence,
+    as before. The model's own verdicts are not asserted, only that the counts reconcile."""
+    from prometheus_client import CollectorRegistry
+
+    from service.events import QueryLogEvent
+    from service.refusals.detector import RefusalDetector, RefusalModel, refusal_rate_method
+    from service.refusals.stage import RefusalStage
+    from service.runtime.live import build_live
+    from service.runtime.reports import analytics_report
+
+    answers: list[dict[str, Any] | None] = [
+        {"text": "No.", "refused": True}, {"text": "Sorry.", "refused": True},
+        {"text": "It is 5 pm.", "refused": False}, {"text": "Please contact the office."},
+        {"text": "The library opens at 9 am."}, None,
+    ]  # fmt: skip
+    rows = [{"event_id": f"m-{i}", "timestamp": f"2026-11-20T10:{i:02d}:00Z",
+             "question": QUESTIONS[i], **({"answer": a} if a else {})}
+            for i, a in enumerate(answers)]  # fmt: skip
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    doc = run_replay(load_settings(), log, None, tmp_path / "dlq.jsonl")
+    assert "phrase patterns 2" in doc["analytics"]["refusals"]["method"]  # no model
+    texts, labels = zip(*MODEL_REPLIES, strict=True)
+    model = RefusalModel.fit(list(texts), list(labels))
+    live = build_live(load_settings(), CollectorRegistry())
+    try:
+        stage = next(st for st in live.analytics.stages if isinstance(st, RefusalStage))
+        stage.detector = RefusalDetector(model=model, combine=combine)
+        live.pipeline.process([QueryLogEvent.model_validate(r) for r in rows], "file")
+        report = analytics_report(live)
+    finally:
+        live.close()
+    assert report is not None
+    refusals = report["refusals"]
+    assert (refusals["by_flag"], refusals["by_patterns"], refusals["refused_by_flag"]) == (3, 2, 2)
+    languages = [row["language"] for row in refusals["against_flag"]]
+    assert languages and sum(row["checked"] for row in refusals["against_flag"]) == 3
+    reader = "model" if combine == "model" else "model or patterns"
+    method = refusal_rate_method(3, 2, 5, (2, refusals["refused_by_patterns"]),
+                                 refusals["refused"], reader, languages)  # fmt: skip
+    assert refusals["method"] == method
+    name = "the refusal model" if combine == "model" else "the refusal model or phrase patterns"
+    assert method.startswith(f"answer.refused decided 3 answers (2 refused), {name} 2 (")
+    assert f"on this traffic in {', '.join(languages)} only" in method
+    assert ("NoMIRACL" in method) is (combine == "any")  # the patterns' figures: theirs only
+    assert refusals["against_flag_text"] is not None
+    assert refusals["against_flag_text"].startswith(f"{name} against answer.refused")
+    doc["analytics"]["refusals"] = refusals
+    rate = f"{refusals['refused'] / 5:.1%}"
+    assert (f"refusals: {refusals['refused']}/5 ({rate}; {method})"
+            in render_text(doc).splitlines())  # fmt: skip
+    assert f"Refused answers: {html.escape(method)}." in render_replay_html(doc)
 
 
 def test_the_language_line_adds_the_languages_not_shown_as_other(small: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -345,3 +346,50 @@ def test_the_restored_drift_verdicts_are_exported_before_any_batch(tmp_path: Pat
         assert state() == f"{series} 1.0"
     with Server(settings) as running:
         assert state() == f"{series} 1.0"
+
+
+def test_refusals_and_the_status_page_name_a_refusal_model(tmp_path: Path) -> None:
+    """Session 39: a :class:`RefusalModel` in the refusal stage read the answers, and
+    ``/v1/refusals`` and the status page still said "phrase patterns" with their NoMIRACL
+    figures. Served with the model in the running pipeline's refusal stage (how a Python
+    user gives one: ``RefusalStage(RefusalDetector(model=...))``): both name the model and
+    the languages it is measured in against ``answer.refused`` (one flagged answer, en)."""
+    from service.refusals.detector import RefusalDetector, RefusalModel, refusal_rate_method
+    from service.refusals.stage import RefusalStage
+
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"}, api={"port": _free_port(), "token": TOKEN},
+        gold_set=demo_path("gold.jsonl"), corpus=demo_path("corpus.jsonl"),
+    )  # fmt: skip
+    model = RefusalModel.fit(
+        ["Please contact the office about that.", "Please ask the warden, I cannot say.",
+         "The exam starts on 1 December.", "The hostel fee is due in July."],
+        [True, True, False, False],
+    )  # fmt: skip
+    events = [
+        {**_event("m1", "When is the hostel fee due?"),
+         "answer": {"text": "Please contact the office."}},
+        {**_event("m2", "When does the odd semester exam start?"),
+         "answer": {"text": "The end-semester examinations start on 1 December 2026."}},
+        {**_event("m3", "Where is the library?"),
+         "answer": {"text": "The library is next to gate 2.", "refused": False}},
+    ]  # fmt: skip
+    with Server(settings) as running:
+        stage = next(st for st in running.runtime.live.analytics.stages
+                     if isinstance(st, RefusalStage))  # fmt: skip
+        stage.detector = RefusalDetector(model=model)
+        assert running.post(events).json()["accepted"] == 3
+        body = httpx.get(running.base + "/v1/refusals").json()
+        page = httpx.get(running.base + "/?refresh=0").text
+    counts = body["refusals"]
+    assert (counts["by_flag"], counts["by_patterns"]) == (1, 2)
+    assert [row["language"] for row in counts["against_flag"]] == ["en"]
+    method = refusal_rate_method(1, 2, 3, (0, counts["refused_by_patterns"]), counts["refused"],
+                                 "model", ["en"])  # fmt: skip
+    assert counts["method"] == body["refusals_method"] == method
+    assert method.startswith("answer.refused decided 1 answers (0 refused), the refusal model 2")
+    assert "on this traffic in en only" in method and "NoMIRACL" not in method
+    assert html.escape(method) in page
+    assert "phrase patterns against answer.refused" not in page
+    assert counts["against_flag_text"].startswith("the refusal model against answer.refused")
+    assert html.escape(counts["against_flag_text"]) in page

@@ -17,6 +17,7 @@ from service.evaluation.compare import compare_all
 from service.evaluation.evaluate import evaluate_run
 from service.evaluation.job import EvalOutcome
 from service.records import GoldQuestion, ScoredDoc
+from service.refusals.detector import refusal_rate_method
 
 #: Planted markup: if a page ever let it through, Chromium would log "planted" to its console.
 PLANTED = '<script>console.error("planted")</script> hostel fee?'
@@ -127,10 +128,9 @@ def replay_report(*, extras: bool = True, series: bool = False) -> dict[str, Any
         "languages": {"en": 6, "hi-Latn": 4},
         "topics": {"fees": 5, "exams": 5},
         "refusals": {"answers": 8, "refused": 2, "rate": 0.25, "by_flag": 5, "by_patterns": 3,
-                     "method": ("answer.refused decided 5 answers, phrase patterns 3 (phrase "
-                                "patterns not measured on this traffic; precision 0.99, recall "
-                                "1.00 on NoMIRACL's LLM replies; set answer.refused for exact "
-                                "counts)")},
+                     # the sentence as the code writes it (session 39: it was a copy of
+                     # an older one, without the languages and the no-answer rule)
+                     "method": refusal_rate_method(5, 3)},
         "out_of_scope": {"scored": 8, "out_of_scope": 1, "share": 0.125, "over_refusals": 1,
                          "under_refusals": 0, "calibration": None},
         "pii_scrubbed": {"email": 1, "phone": 0},
