@@ -782,8 +782,9 @@ def refusal_language_lines(refusals: Mapping[str, Any], min_n: int = 10) -> list
     """The refusal rate per language of the text report (``by_language`` of the analytics'
     ``refusals``: :func:`~service.quality.by_language.rate_rows`), one line; a note when
     the languages cover fewer answers than the total (totals kept before they were counted
-    per language); none without rows. A second line with ``against_flag_text`` (the
-    patterns against ``answer.refused`` per language) when the answers set it.
+    per language); none without rows. A second line with ``against_flag_text`` (what read
+    the texts, the patterns or a refusal model, against ``answer.refused`` per language)
+    when the answers set it.
 
     >>> from service.quality.by_language import rate_rows
     >>> print(refusal_language_lines({"answers": 10, "by_language_answers": 10,
