@@ -446,7 +446,8 @@ class KnownQuestionIndex:
         """
         if self._cluster_dense is not None:
             dense: np.ndarray = np.asarray(known @ self._cluster_dense)
-            return dense.max(axis=1, initial=0.0)
+            reach: np.ndarray = dense.max(axis=1, initial=0.0)
+            return reach
         return np.asarray((known @ self._cluster_max).max(axis=1).toarray()).ravel()
 
     def match_many(self, questions: Sequence[str]) -> list[KnownMatch | None]:
