@@ -1977,21 +1977,45 @@ class EmbeddingScope:
             return np.full(len(questions), support.cutoff)
         from service.language.gold import gold_keys_by_label
         from service.language.scripts import dominant_script
-        from service.language.tags import language_key
 
         by_script = support.by_script
         keys_of = gold_keys_by_label(by_language)  # a few keys: per call
+        # a named language's cutoff, once per distinct label of the call (a batch holds a
+        # few; the per-question look-ups cost ~1 µs a distinct question)
+        named: dict[str | None, float | None] = {}
         out = np.full(len(questions), -np.inf)
         for i, question in enumerate(questions):
-            key = UNDETERMINED if languages is None else language_key(languages[i] or UNDETERMINED)
-            if key != UNDETERMINED:  # a named language: its gold rows' script, if it has any
-                found = [by_script[script] for gold_key in keys_of.get(key, ())
-                         if (script := by_language[gold_key]["script"]) in by_script]  # fmt: skip
-                if found:
-                    out[i] = min(found)
+            label = None if languages is None else languages[i]
+            if label in named:
+                cutoff = named[label]
+            else:
+                cutoff = named[label] = _named_cutoff(label, keys_of, by_language, by_script)
+            if cutoff is not None:
+                out[i] = cutoff
             elif (script := dominant_script(question)) in by_script:
                 out[i] = by_script[script]
         return out
+
+
+def _named_cutoff(
+    label: str | None,
+    keys_of: dict[str, tuple[str, ...]],
+    by_language: dict[str, dict[str, Any]],
+    by_script: dict[str, float],
+) -> float | None:
+    """The off-corpus cutoff :meth:`EmbeddingScope.cutoffs` gives a question in language
+    ``label``: the least cutoff of the scripts of the gold rows that judge it (``keys_of``:
+    :func:`~service.language.gold.gold_keys_by_label`; ``-inf``: none of them has one), or
+    ``None`` when ``label`` names no language (``None``, ``""``, ``und``: the question's own
+    script decides)."""
+    from service.language.tags import language_key
+
+    key = language_key(label or UNDETERMINED)
+    if key == UNDETERMINED:
+        return None
+    found = [by_script[script] for gold_key in keys_of.get(key, ())
+             if (script := by_language[gold_key]["script"]) in by_script]  # fmt: skip
+    return min(found) if found else -math.inf
 
 
 def band_edges(

@@ -460,3 +460,29 @@ def test_normalize_ascii_fast_path_is_the_unicode_rule(text: str) -> None:
         " " if unicodedata.category(ch).startswith("P") else ch.casefold() for ch in text
     )
     assert normalize(text) == " ".join(expected.split())
+
+
+def test_the_dense_cluster_bound_is_the_sparse_one(
+    monkeypatch: pytest.MonkeyPatch, live_questions: list[str]
+) -> None:
+    """The cluster bound against the dense maxima (a small gold set's, kept since session 39)
+    is the same bits as against the sparse ones, so the same texts are pruned and the kept
+    ones meet the gold rows as before; above :data:`known._DENSE_CLUSTER_CELLS` the index
+    keeps the sparse maxima alone."""
+    index = KnownQuestionIndex(load_gold_set(demo_path("gold.jsonl")), cache_size=0)
+    assert index._cluster_dense is not None
+    texts = list(dict.fromkeys(normalize(q) for q in live_questions))
+    counts, _, _ = index._term_counts(texts)
+    weights = counts.multiply(index._idf).tocsr()  # (texts, gold n-grams)
+    dense = index._reach(weights)
+    sparse_index = KnownQuestionIndex(index.gold, cache_size=0)
+    sparse_index._cluster_dense = None
+    assert np.array_equal(dense, sparse_index._reach(weights))
+    assert np.array_equal(index._reach(weights[:0]), np.zeros(0))
+    for floor in (0.6, index.threshold - 1e-6 - 1e-9):
+        rows, sims = index._scored(texts, floor=floor)
+        sparse_rows, sparse_sims = sparse_index._scored(texts, floor=floor)
+        assert np.array_equal(rows, sparse_rows) and np.array_equal(sims, sparse_sims)
+    assert index.lookup_many(live_questions) == sparse_index.lookup_many(live_questions)
+    monkeypatch.setattr(known, "_DENSE_CLUSTER_CELLS", 0)
+    assert KnownQuestionIndex(index.gold, cache_size=0)._cluster_dense is None

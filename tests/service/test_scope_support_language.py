@@ -392,3 +392,46 @@ def test_a_language_whose_questions_have_no_script_says_so() -> None:
         "xx: not judged by the off-corpus rule (12 answerable gold questions, its questions have "
         "no letters of a known script)"
     )  # (it said "no language of its script has enough": it has 12, and no script)
+
+
+def test_cutoffs_once_per_label_are_the_per_question_rule() -> None:
+    # EmbeddingScope.cutoffs finds a named language's cutoff once per distinct label of a
+    # call (session 39): the same values as the rule applied question by question (the
+    # loop it replaced, below), for repeated, regional, unknown, empty and missing labels.
+    from service.language.gold import gold_keys_by_label
+    from service.language.scripts import dominant_script
+    from service.language.tags import language_key
+
+    by_language = {
+        "en": {"cutoff": 0.3, "basis": "own", "script": "Latn"},
+        "hi": {"cutoff": 0.5, "basis": "own", "script": "Deva"},
+        "zh-Hans": {"cutoff": 0.4, "basis": "own", "script": "Hans"},
+        "es": {"cutoff": 0.2, "basis": "own", "script": "Cyrl"},
+        "und": {"cutoff": 0.3, "basis": "script Latn", "script": "Latn"},
+    }
+    support = types.SimpleNamespace(by_language=by_language,
+                                    by_script={"Latn": 0.3, "Deva": 0.5, "Hans": 0.4})  # fmt: skip
+    detector = types.SimpleNamespace(support=support)
+    asked = ["where is my card", "मेरा कार्ड कहाँ है", "我的卡在哪里", "где моя карта", "2024?"]
+    labels = ["en", "en-GB", "hi", "zh", "zh-Hans", "es", "fr", "und", "", None, "x-klingon"]
+    questions = [q for q in asked for _ in labels]
+    languages = labels * len(asked)
+
+    def per_question(languages: list[str | None] | None) -> list[float]:
+        keys_of, by_script = gold_keys_by_label(by_language), support.by_script
+        out = np.full(len(questions), -np.inf)
+        for i, question in enumerate(questions):
+            key = "und" if languages is None else language_key(languages[i] or "und")
+            if key != "und":
+                found = [by_script[script] for gold_key in keys_of.get(key, ())
+                         if (script := by_language[gold_key]["script"]) in by_script]  # fmt: skip
+                if found:
+                    out[i] = min(found)
+            elif (script := dominant_script(question)) in by_script:
+                out[i] = by_script[script]
+        return out.tolist()
+
+    for given in (languages, None):
+        found = EmbeddingScope.cutoffs(detector, questions, given)  # type: ignore[arg-type]
+        assert found.tolist() == per_question(given)
+    assert len(set(per_question(languages))) > 2  # the labels meet several cutoffs
