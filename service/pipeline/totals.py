@@ -235,13 +235,15 @@ class AnnotationTotals:
         band = self.band
         if band is not None and (self.unstable_since is None
                                  or self.unstable_since["band"] != band):  # fmt: skip
-            totals, events = self.flags, batch.events
+            totals = self.flags
+            # (a batch built without events, as some callers' are, names no time)
+            stamp = getattr(batch.events[0] if batch.events else None, "timestamp", None)
             self.unstable_since = {
                 "band": band, "from_scored": int(totals["scope_scored"]),
                 "from_out_of_scope": int(totals["out_of_scope"]),
                 "from_unstable_out": int(totals["unstable_out"]),
                 "from_unstable_in": int(totals["unstable_in"]),
-                "from_time": events[0].timestamp.isoformat() if events else None,
+                "from_time": None if stamp is None else stamp.isoformat(),
             }  # fmt: skip
         flags, pii = count_annotations(annotations)
         batch.counted = (annotations, flags, pii)
