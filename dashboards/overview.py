@@ -192,18 +192,22 @@ def _refusals() -> list[Panel | list[Panel]]:
             ),
             timeseries(
                 "Out-of-scope share and its baseline",
-                "Share of scored questions judged out of scope in the last hour, all replicas, "
-                "and the service's windows (current vs baseline, averaged over replicas). A "
+                "Share of scored questions judged out of scope in the last hour, all replicas "
+                "(every verdict), and the service's windows (current vs baseline, averaged "
+                "over replicas), which count only the stable verdicts: those the off-corpus "
+                "cutoff's range does not move (a question near the cutoff another draw of gold "
+                "rows would judge otherwise), as the out-of-scope drift alarm does; the two "
+                "differ by the verdicts in that range (the report's out_of_scope.unstable). A "
                 "rise means users ask what the corpus does not cover: look at topics, novel "
                 "questions and coverage gaps; add documents or mark the questions as "
                 "unanswerable in the gold set. Empty while the out-of-scope detector is "
                 "untrusted (panel Detectors trusted): its judgements are no facts then.",
                 [
                     (f"goldwatch:out_of_scope:ratio_rate1h{{{SEL}}}{SCOPE_TRUSTED}",
-                     "last hour"),
+                     "last hour (every verdict)"),
                     (f'avg by (window) (goldwatch_drift_rate_ratio{{{SEL}, '
                      f'dimension="out_of_scope"}}{SCOPE_TRUSTED})',
-                     "service window: {{window}}"),
+                     "service window: {{window}} (stable verdicts)"),
                 ],
                 "percentunit", maximum=1,
             ),

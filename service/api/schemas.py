@@ -186,7 +186,9 @@ class DimensionDrift(TypedDict, total=False):
     false-alarm budget per day ``alpha_per_day`` and ``min_term_questions`` (the questions a
     term must be in to be tested and reported); its test says ``terms_tested`` and lists
     ``rising`` terms, each with its ``surface`` form, shares and counts, Mantel–Haenszel odds
-    ratio and p-value."""
+    ratio and p-value. A rate dimension says what its windows count in ``counts``
+    (``out_of_scope``: only the verdicts the off-corpus cutoff's range does not move, while
+    the out-of-scope share counts every verdict)."""
 
     state: Required[str]
     comparisons: Required[dict[str, dict[str, Any]]]
@@ -198,6 +200,7 @@ class DimensionDrift(TypedDict, total=False):
     suppressed: str
     suppressed_categories: dict[str, str]
     confounded: dict[str, str | list[str]]
+    counts: str
     alpha_per_day: float
     min_term_questions: int
 

@@ -889,7 +889,9 @@ class DriftStage:
         With ``detectable`` (the reports a user reads; not the per-batch metrics, it runs a
         few dozen tests), each comparison of the four shared dimensions says the smallest
         change that can alarm at its sizes (``detectable``, :func:`detectable_change`) when
-        it has seen events."""
+        it has seen events. Each rate dimension says what its windows count in ``counts``
+        (:data:`UNITS`: ``out_of_scope``'s are the verdicts the off-corpus cutoff's range does
+        not move, not every verdict the out-of-scope share counts)."""
         out: dict[str, Any] = {}
         for dim, det in self.categorical.items():
             live = dict(self.live_counts[dim])
@@ -914,6 +916,9 @@ class DriftStage:
             out[dim] = {
                 "state": rate.state,
                 "comparisons": {name: r.to_dict() for name, r in rate.reports.items()},
+                # what the windows count (UNITS): out_of_scope's only the stable verdicts,
+                # which the all-verdict share beside them is not (a user comparing them)
+                "counts": UNITS[dim],
             }
         if self.terms is not None:  # the test's budget said with it (its quality)
             out[TERMS] = {

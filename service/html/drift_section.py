@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import badge, figure, num, para, pct, section, table, when
+from service.refusals.scope import windows_count
 
 DIMENSIONS = (
     "language",
@@ -72,7 +73,7 @@ def drift_section(
                 if "js_divergence" in test
                 else f"{test['terms_tested']} terms tested"
                 if "terms_tested" in test
-                else rate_move(test)
+                else rate_move(test) + windows_count(dim, drift[dim])
             )
             state = badge(test["state"])
             if test.get("held_by_hysteresis"):

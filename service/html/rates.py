@@ -43,15 +43,25 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     """
     drift = analytics["drift"]
     labels, overall, baseline, current, rows = [], [], [], [], []
+    stable_note = ""  # (said when the out-of-scope windows count the stable verdicts only)
     off = analytics["out_of_scope"].get("off")
     for dim, key, field, label in RATES:
         if dim == "out_of_scope" and off:
             continue  # no detector: no rate to show (said below, with why)
         test = drift[dim]["comparisons"].get("baseline") or {}
         rate = analytics[key][field]
-        if analytics[key].get("uncalibrated"):
-            label += " (uncalibrated)"
-        labels.append(label)
+        mark = " (uncalibrated)" if analytics[key].get("uncalibrated") else ""
+        unstable = analytics[key].get("unstable") if dim == "out_of_scope" else None
+        bar = label
+        if unstable:  # the windows count the stable verdicts only: both shares, named
+            bar = f"{label} (stable verdicts)"
+            label, rate, every = _stable_row(label, rate, unstable, mark)
+            rows.append(every)
+            stable_note = (" The out-of-scope windows and bars count only the stable "
+                           "verdicts (those the off-corpus cutoff's range does not move); "
+                           "the share of every verdict is in the table.")  # fmt: skip
+        label += mark
+        labels.append(bar + mark)
         overall.append(rate or 0.0)
         baseline.append(test.get("rate_reference"))
         current.append(test.get("rate_current"))
@@ -89,7 +99,7 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
         xlabel="rate",
     )
     caption = ("The current window is tested against the baseline window of earlier traffic "
-               "(two-proportion test).")  # fmt: skip
+               f"(two-proportion test).{stable_note}")  # fmt: skip
     if len(bars) == 1:  # no window tested yet: say why instead of drawing empty bars
         why = (drift["refusal"]["comparisons"].get("baseline") or {}).get("insufficient")
         caption += f" No window has been tested yet{f': {why}' if why else ''}."
@@ -112,6 +122,32 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     parts += _by_language(analytics)
     parts.append(_both_directions(analytics))
     return section("refusals", "Refusals", *parts)
+
+
+def _stable_row(
+    label: str, share: float | None, unstable: Mapping[str, Any], mark: str
+) -> tuple[str, float | None, list[object]]:
+    """With the off-corpus cutoff's range (``unstable``: the report's
+    ``out_of_scope.unstable``), the out-of-scope drift windows count the stable verdicts
+    only, and the share of every verdict is no figure to set beside them (session 39): the
+    table row of every verdict (``share``, no window of its own) and the label and share of
+    the stable verdicts (``stable_share``, under the range now in use) for the windows' row
+    and the chart, ``(label, share, row)``.
+
+    >>> label, share, row = _stable_row("out-of-scope questions", 0.2,
+    ...     {"stable_share": 0.12, "since_scored": 0}, "")
+    >>> print(label, share)
+    out-of-scope questions, stable verdicts only (the off-corpus cutoff's range moves none) 0.12
+    >>> print(row[0], "|", row[1], "|", row[2])
+    out-of-scope questions, every verdict | 20.0% | – (the windows count the stable verdicts only)
+    """
+    since = " since the range now in use" if unstable.get("since_scored") else ""
+    every: list[object] = [f"{label}, every verdict{mark}", pct(share),
+                           "– (the windows count the stable verdicts only)", "–", "–", "–",
+                           "–"]  # fmt: skip
+    stable = (f"{label}, stable verdicts only (the off-corpus cutoff's range moves none)"
+              f"{since}")  # fmt: skip
+    return stable, unstable.get("stable_share"), every
 
 
 def _by_language(analytics: Mapping[str, Any]) -> list[Markup]:

@@ -27,6 +27,7 @@ from service.html.extras import find_extra, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
 from service.quality.by_language import rate_text
+from service.refusals.scope import windows_count
 
 #: Same-origin endpoints linked from the page.
 LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
@@ -123,6 +124,7 @@ def moved_section(
             esc(
                 f"{dim} ({name}): "
                 f"{_what_moved(test, (drift.get(dim) or {}).get('suppressed_categories'))}"
+                + ("" if "rate_current" not in test else windows_count(dim, drift.get(dim) or {}))
                 + (f"; raises no alarm: {muted[dim]}" if muted.get(dim) else "")
             )
             for dim in DIMENSIONS

@@ -103,6 +103,7 @@ from service.refusals.scope import (
     support_by_language_text,
     support_text,
     unstable_text,
+    windows_count,
 )
 from service.runtime.live import build_live
 from service.runtime.memory import freeze_heap
@@ -529,8 +530,12 @@ def render_text(doc: ReplayReport) -> str:
             of += " but the lowest the cutoff leaves out"
         off_corpus = (f"; {scope.get('off_corpus', 0)} farther from the corpus than any "
                       f"answerable gold question{of}" if support else "")  # fmt: skip
+        # the share counts every verdict; the drift windows only the stable ones (say so
+        # where the range marks some: a user compares this share with the alarm's rates)
+        every = " of every verdict" if scope.get("unstable") else ""
         counts = (
-            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{off_corpus}); "
+            f"{scope['out_of_scope']}/{scope['scored']} ({scope['share']:.1%}{every}"
+            f"{off_corpus}); "
             f"over-refusals {scope['over_refusals']}"
             f"{_cite_known(over_refusals_explained_text(scope), scope, known_over)}, "
             f"under-refusals {scope['under_refusals']}"
@@ -650,6 +655,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  ended  {where}: {why}")
         elif "rate_current" in alarm:
             rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
+            # out_of_scope's windows: only the stable verdicts, not the share's every one
+            rates += windows_count(alarm["dimension"], drift.get(alarm["dimension"]) or {})
             lines.append(f"  DRIFT  {where}: {rates}")
         elif "rising_terms" in alarm:
             lines.append(f"  DRIFT  {where}: {rising_terms_text(alarm)}")

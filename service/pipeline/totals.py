@@ -25,7 +25,12 @@ Counting rules (one per event, from the annotations the analytics stages left):
   before it existed start it at 0);
 * ``unstable_out`` / ``unstable_in``: events flagged ``scope_unstable`` (a verdict the
   off-corpus cutoff's range moves: :func:`~service.refusals.scope.unstable_verdicts`) judged
-  out of scope / in scope (totals kept before them start them at 0);
+  out of scope / in scope (totals kept before them start them at 0); the reports state them
+  since the range now in use (``unstable_since``, below), not since the first start;
+* ``unstable_since`` (kept by :class:`AnnotationTotals` only): since when the unstable counts
+  the reports state run — the off-corpus cutoff's range they are judged by (``band``) and
+  the totals when it began; a gold-set refresh (or restart) with another range starts them
+  again, so they never mix ranges (a totals state kept before it starts them at its restore);
 * ``pii``: scrubbed items by type, summed over the events' ``pii`` counts;
 * ``counted_under`` (kept by :class:`AnnotationTotals` only): the out-of-scope detectors the
   scope counts were counted under, in order, each with the ``scope_scored`` total when it
@@ -67,7 +72,7 @@ from service.language.gold import judged_language
 from service.language.tags import language_key
 from service.pipeline import Batch
 
-__all__ = ["FLAGS", "AnnotationTotals", "count_annotations"]
+__all__ = ["FLAGS", "AnnotationTotals", "count_annotations", "unstable_counts"]
 
 #: The per-language counts :class:`AnnotationTotals` keeps.
 BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows", "answers",
@@ -79,6 +84,46 @@ FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
          "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus",
          "refusals_by_flag", "refusals_by_patterns", "scored_refusals", "unstable_out",
          "unstable_in")  # fmt: skip
+
+
+#: The totals :attr:`AnnotationTotals.unstable_since` keeps from when its range began:
+#: ``{key: flag}``.
+SINCE_TOTALS = {"from_scored": "scope_scored", "from_out_of_scope": "out_of_scope",
+                "from_unstable_out": "unstable_out", "from_unstable_in": "unstable_in"}  # fmt: skip
+
+
+def unstable_counts(flags: Mapping[str, int], since: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The unstable counts the reports state (``out_of_scope.unstable``): since the range now
+    in use began (``since``: :attr:`AnnotationTotals.unstable_since`; ``flags``: the totals).
+    ``{"out", "in": unstable verdicts judged out of scope / in scope, "scored", "out_of_scope":
+    the scored questions and out-of-scope verdicts counted under the range, "since_scored":
+    the scope_scored total before them (0: since the first start), "since": ISO 8601 event
+    time of the first event counted under it, or None, "band": the range (4 places)}``;
+    without ``since`` (no batch counted under a range yet: a state kept before it, restored)
+    every count is 0 and ``since_scored`` the scored total (all counted before).
+
+    >>> flags = {"scope_scored": 100, "out_of_scope": 30, "unstable_out": 7, "unstable_in": 4}
+    >>> since = {"band": "[0.2878, 0.3984]", "from_scored": 60, "from_out_of_scope": 20,
+    ...          "from_unstable_out": 5, "from_unstable_in": 1, "from_time": "2026-12-03T01:00:00"}
+    >>> unstable_counts(flags, since)  # doctest: +NORMALIZE_WHITESPACE
+    {'out': 2, 'in': 3, 'scored': 40, 'out_of_scope': 10, 'since_scored': 60,
+     'since': '2026-12-03T01:00:00', 'band': '[0.2878, 0.3984]'}
+    >>> unstable_counts(flags, None)["since_scored"]
+    100
+    """
+    if since is None:
+        return {"out": 0, "in": 0, "scored": 0, "out_of_scope": 0,
+                "since_scored": int(flags["scope_scored"]), "since": None,
+                "band": None}  # fmt: skip
+    start = {flag: int(since[key]) for key, flag in SINCE_TOTALS.items()}
+    return {
+        "out": int(flags["unstable_out"]) - start["unstable_out"],
+        "in": int(flags["unstable_in"]) - start["unstable_in"],
+        "scored": int(flags["scope_scored"]) - start["scope_scored"],
+        "out_of_scope": int(flags["out_of_scope"]) - start["out_of_scope"],
+        "since_scored": start["scope_scored"], "since": since.get("from_time"),
+        "band": since["band"],
+    }  # fmt: skip
 
 
 def count_annotations(
@@ -140,11 +185,20 @@ class AnnotationTotals:
 
     Runs after the analytics stages (it reads their annotations, changes nothing).
     State: ``{"flags": {flag: int}, "pii": {type: int}, "by_language": {...},
-    "counted_under": [{"detector": str, "from_scored": int}]}``.
+    "counted_under": [{"detector": str, "from_scored": int}]}``, and ``"unstable_since"``
+    (:attr:`unstable_since`) once a range was counted under.
 
     :attr:`detector` names the out-of-scope detector the scope verdicts now come from (set by
     whoever builds or replaces it); the first batch counted under another name than the last
     in :attr:`counted_under` appends it with the ``scope_scored`` total so far.
+
+    :attr:`band` names the off-corpus cutoff's range that marks the unstable verdicts now
+    (:func:`~service.refusals.scope.band_text` to 4 places; set with :attr:`detector`); the
+    first batch counted under another range than :attr:`unstable_since`'s starts the
+    unstable counts again from there (decided in session 39: one range at a time, so the
+    "could rise to / fall toward" range the reports derive from them is one range's, and a
+    refresh that moves the range says since when it holds; per-range counts were not kept:
+    no report reads an older range's).
     """
 
     name = "annotation_totals"
@@ -159,6 +213,13 @@ class AnnotationTotals:
         self.detector: str | None = None
         #: ``[{"detector": name, "from_scored": scope_scored total when it began}]``
         self.counted_under: list[dict[str, Any]] = []
+        #: the off-corpus cutoff's range marking the unstable verdicts now (``None``: none)
+        self.band: str | None = None
+        #: since when the unstable counts run: ``{"band": str, "from_scored": int,
+        #: "from_out_of_scope": int, "from_unstable_out": int, "from_unstable_in": int,
+        #: "from_time": ISO 8601 event time of the first event counted under it, or None}``
+        #: (the totals when ``band`` began: :func:`unstable_counts`); ``None``: not begun
+        self.unstable_since: dict[str, Any] | None = None
 
     def process(self, batch: Batch) -> None:
         """Add the batch's counts, and keep them on the batch (:attr:`Batch.counted`) for
@@ -171,6 +232,19 @@ class AnnotationTotals:
             self.counted_under.append(
                 {"detector": detector, "from_scored": int(self.flags["scope_scored"])}
             )
+        band = self.band
+        if band is not None and (self.unstable_since is None
+                                 or self.unstable_since["band"] != band):  # fmt: skip
+            totals = self.flags
+            # (a batch built without events, as some callers' are, names no time)
+            stamp = getattr(batch.events[0] if batch.events else None, "timestamp", None)
+            self.unstable_since = {
+                "band": band, "from_scored": int(totals["scope_scored"]),
+                "from_out_of_scope": int(totals["out_of_scope"]),
+                "from_unstable_out": int(totals["unstable_out"]),
+                "from_unstable_in": int(totals["unstable_in"]),
+                "from_time": None if stamp is None else stamp.isoformat(),
+            }  # fmt: skip
         flags, pii = count_annotations(annotations)
         batch.counted = (annotations, flags, pii)
         self.flags.update(flags)
@@ -217,7 +291,9 @@ class AnnotationTotals:
         return {"flags": dict(self.flags), "pii": dict(self.pii),
                 "by_language": {k: {lang: n for lang, n in v.items() if n}
                                 for k, v in self.by_language.items()},
-                "counted_under": [dict(row) for row in self.counted_under]}  # fmt: skip
+                "counted_under": [dict(row) for row in self.counted_under],
+                **({} if self.unstable_since is None
+                   else {"unstable_since": dict(self.unstable_since)})}  # fmt: skip
 
     def restore(self, state: Any) -> None:
         """Load :meth:`state_snapshot` output (``None``: a first start keeps zeros).
@@ -243,3 +319,11 @@ class AnnotationTotals:
         self.counted_under = [{"detector": str(row["detector"]),
                                "from_scored": int(row["from_scored"])}
                               for row in state.get("counted_under", [])]  # fmt: skip
+        # totals kept before it: their unstable counts (if any) ran under a range no state
+        # names, so they start again at the first batch (unstable_counts says since when)
+        since = state.get("unstable_since")
+        self.unstable_since = None if since is None else {
+            "band": str(since["band"]),
+            **{key: int(since[key]) for key in SINCE_TOTALS},
+            "from_time": None if since.get("from_time") is None else str(since["from_time"]),
+        }  # fmt: skip

@@ -61,6 +61,7 @@ from service.refusals.scope import (
     KnownScope,
     ScopeCalibration,
     SupportCheck,
+    band_text,
     best_score,
     calibrate_with_retriever,
     corpus_sample,
@@ -735,6 +736,7 @@ def build_analytics(
     stages.append(drift)
     totals = AnnotationTotals()
     totals.detector = scope_detector_name(scope_stage)
+    totals.band = scope_band_name(scope_stage)
     stages.append(totals)
     analytics = Analytics(
         stages=stages,
@@ -871,6 +873,26 @@ def scope_detector_name(stage: Any) -> str | None:
     )
 
 
+def scope_band_name(stage: Any) -> str | None:
+    """The off-corpus cutoff's range an embedding scope stage marks unstable verdicts by, as
+    the annotation totals name the range their unstable counts run under
+    (:attr:`~service.pipeline.totals.AnnotationTotals.band`: 4 places, so a restart or
+    refresh that refits the same range keeps counting); ``None``: no stage, a detector
+    without an off-corpus rule, or a range not measured.
+
+    >>> from service.refusals.scope import SupportCheck
+    >>> stage = ScopeStage.__new__(ScopeStage)
+    >>> support = SupportCheck(0.3, 0.0, 1.0, 40, 12, band=(0.25, 0.4))
+    >>> stage.detector = type("Detector", (), {"support": support})()
+    >>> scope_band_name(stage)
+    '[0.2500, 0.4000]'
+    """
+    support = getattr(getattr(stage, "detector", None), "support", None)
+    if support is None:
+        return None
+    return band_text(support._asdict(), places=4) or None
+
+
 def counted_under_text(rows: Sequence[Mapping[str, Any]], scored: int) -> str | None:
     """The notice that the scope counts since the first start were counted under more than
     one out-of-scope detector (``rows``: :attr:`AnnotationTotals.counted_under`; ``scored``:
@@ -982,6 +1004,7 @@ def apply_scope_references(analytics: Analytics, refresh: ScopeRefresh) -> None:
     analytics.scope_notice = getattr(support, "change", None)
     if analytics.totals is not None:
         analytics.totals.detector = scope_detector_name(running)
+        analytics.totals.band = scope_band_name(running)
     if refresh.quality is not None:
         analytics.detector_quality["out_of_scope"] = refresh.quality
     apply_quality_floor(analytics)

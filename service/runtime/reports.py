@@ -24,11 +24,11 @@ from service.language.unlabelled import (
     unlabelled_languages,
     unlabelled_text,
 )
-from service.pipeline.totals import AnnotationTotals
+from service.pipeline.totals import AnnotationTotals, unstable_counts
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
 from service.refusals.detector import READER_NAMES, Reader, refusal_rate_method, text_reader
-from service.refusals.scope import describe, unstable_text
+from service.refusals.scope import SHARE_COUNTS, describe, unstable_text
 from service.refusals.stage import RefusalStage
 from service.runtime.analytics import (
     Analytics,
@@ -141,10 +141,17 @@ class OutOfScopeReport(TypedDict):
     counted_under: list[dict[str, Any]]
     counted_under_notice: str | None
     gold_set_versions: NotRequired[list[str]]
+    #: what ``share`` counts: every verdict (:data:`SHARE_COUNTS`; the ``out_of_scope`` drift
+    #: windows count only the stable ones: its ``counts``)
+    share_counts: str
     #: the verdicts the off-corpus cutoff's range moves (``scope_unstable``:
-    #: :func:`~service.refusals.scope.unstable_verdicts`), judged out of scope / in scope:
-    #: ``{"out": int, "in": int, "text": str}`` (:func:`~service.refusals.scope.unstable_text`);
-    #: absent without the embedding detector's off-corpus rule
+    #: :func:`~service.refusals.scope.unstable_verdicts`), since the range now in use began
+    #: (:func:`~service.pipeline.totals.unstable_counts`: ``out``, ``in`` judged out of scope
+    #: / in scope, ``scored`` and ``out_of_scope`` under the range, ``since_scored`` the
+    #: scored total before it, ``since`` its first event time, ``band``), ``stable_share``:
+    #: the out-of-scope share of the other verdicts under it (what the drift windows count;
+    #: ``None``: none), and ``text`` (:func:`~service.refusals.scope.unstable_text`); absent
+    #: without the embedding detector's off-corpus rule
     unstable: NotRequired[dict[str, Any]]
 
 
@@ -411,6 +418,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                      )},
         "out_of_scope": {
             "scored": scored, "out_of_scope": out, "share": out / scored if scored else None,
+            "share_counts": SHARE_COUNTS,
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
             "calibration": describe(calibration) if calibration else None,
             "quality": qualities.get("out_of_scope"),
@@ -446,8 +454,13 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "brief": known_refusal_text(figure, known, brief=True)}  # fmt: skip
     if support is not None:  # the embedding detector's off-corpus rule
         scope = report["out_of_scope"]
-        scope["unstable"] = {"out": flags["unstable_out"], "in": flags["unstable_in"]}
-        scope["unstable"]["text"] = unstable_text(scope)
+        # since the range now in use began (a refresh that moves it starts them again)
+        unstable = unstable_counts(flags, totals.unstable_since)
+        stable = unstable["scored"] - unstable["out"] - unstable["in"]
+        unstable["stable_share"] = ((unstable["out_of_scope"] - unstable["out"]) / stable
+                                    if stable else None)  # fmt: skip
+        scope["unstable"] = unstable
+        unstable["text"] = unstable_text(scope)
     if scope_covered:
         report["out_of_scope"]["no_gold_rows_covered_now"] = scope_covered
     if topic_covered:

@@ -72,7 +72,8 @@ class AnalyticsMetrics:
     goldwatch_answers_by_language_total          counter language (allow-list + other)
     goldwatch_refusals_by_language_total         counter language (allow-list + other)
     goldwatch_scope_scored_total                 counter (questions with a scope score)
-    goldwatch_out_of_scope_total                 counter (questions judged out of scope)
+    goldwatch_out_of_scope_total                 counter (questions judged out of scope:
+                                                         every verdict)
     goldwatch_over_refusals_total                counter (refused while in scope)
     goldwatch_under_refusals_total               counter (answered while out of scope)
     goldwatch_gold_share_ratio                   gauge   dimension, category
@@ -80,7 +81,8 @@ class AnalyticsMetrics:
     goldwatch_drift_psi                          gauge   dimension, comparison
     goldwatch_drift_p_value                      gauge   dimension, comparison
     goldwatch_drift_state                        gauge   dimension, comparison, state (1/0)
-    goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared)
+    goldwatch_drift_rate_ratio                   gauge   dimension, window (current/compared;
+                                                         out_of_scope: stable verdicts only)
     goldwatch_drift_events_kept_out_total        counter reason (late, future)
     goldwatch_drift_events_held_ahead            gauge   (events held ahead of the watermark)
     goldwatch_drift_alarms_total                 counter dimension, comparison (alarms
@@ -481,7 +483,10 @@ def build_analytics_metrics(
             "detected language.", ["language"],
         ),
         scope_scored=counter("scope_scored", "Questions given an out-of-scope score."),
-        out_of_scope=counter("out_of_scope", "Questions judged out of scope."),
+        out_of_scope=counter(
+            "out_of_scope", "Questions judged out of scope (every verdict; the out_of_scope "
+            "drift windows, goldwatch_drift_rate_ratio, count only the stable ones)."
+        ),
         over_refusals=counter("over_refusals", "Refusals of questions judged in scope."),
         under_refusals=counter("under_refusals", "Answers to questions judged out of scope."),
         gold_share=gauge(
@@ -506,7 +511,10 @@ def build_analytics_metrics(
         ),
         drift_rate=gauge(
             "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "
-            "the window it is compared with.", ["dimension", "window"],
+            "the window it is compared with. out_of_scope's windows count only the stable "
+            "verdicts (those the off-corpus cutoff's range does not move), not every verdict "
+            "as goldwatch_out_of_scope_total / goldwatch_scope_scored_total does.",
+            ["dimension", "window"],
         ),
         drift_kept_out=counter(
             "drift_events_kept_out", "Events the drift stage kept out of its windows for "

@@ -687,6 +687,21 @@ priority's ``1 + gap``, as topic and language gaps below ``min_gap`` always did)
 export's order and the report's ``top`` move. 20k: 5,000 held, by_reason
 answered_out_of_scope 4,284 → 4,286, refused 611 → 610 (the eviction at the 5,000 cap follows
 the moved priorities); the suggestions' digest re-pinned.
+All three rewritten in the thirty-ninth session (s39-oos: the out-of-scope surfaces say what
+they count) for added fields and one sentence, and nothing else (checked field for field
+against the former files: no verdict, count, rate, alarm or suggestion moved). Added: each
+rate dimension's ``analytics.drift.<dim>.counts`` (what its windows count: ``refusal``
+"answers", ``known_refusal``, ``known_miss``, and ``out_of_scope`` "scored questions
+(verdicts the off-corpus cutoff's range does not move)"), ``analytics.out_of_scope
+.share_counts`` ("every verdict ..."), and under ``analytics.out_of_scope.unstable`` the
+counts since the range now in use began (``band``, ``since`` the first event's time,
+``since_scored`` 0 in these one-run replays, so ``scored`` / ``out_of_scope`` equal the
+all-time ones: demo 3,000 / 185, production 2,593 / 1,253, 20k 17,441 / 8,496) and
+``stable_share``, the out-of-scope share of the verdicts the drift windows count (worked
+from the counts: demo 185 / (3,000 - 606) = 7.7 %, production (1,253 - 301) / (2,593 - 371)
+= 42.8 %, 20k (8,496 - 2,017) / (17,441 - 2,601) = 43.7 %). Moved: ``unstable.text`` ends
+with what the range does not cover (the regression a gold-set change refits) and the stable
+verdicts' out-of-scope count and share.
 """
 
 from __future__ import annotations

@@ -1,0 +1,178 @@
+"""The verdicts the off-corpus cutoff's range moves (``out_of_scope.unstable``) are counted
+under one range at a time, carried across a restart, and said next to the rates they differ
+from (session 39):
+
+* the counts survive a state round trip while the range stays (a restart refits the same
+  range: the totals' ``unstable_since`` is saved with them);
+* a refresh whose range differs starts them again, saying since which scored question and
+  event time; one that refits the same range keeps counting;
+* a state kept before ``unstable_since`` (the thirty-eighth session's, whose unstable counts
+  ran under a range it does not name, and an older one without unstable counts) starts them
+  at its restore, so they never mix ranges or claim the verdicts counted before;
+* the report's figures and sentence, the drift report's ``counts``, and the rates table's
+  two named out-of-scope rows.
+
+Every expected value is counted by hand from the planted annotations below.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from service.drift.stage import UNITS, DriftStage
+from service.events import QueryLogEvent
+from service.html.rates import refusals_section
+from service.pipeline import Batch
+from service.pipeline.totals import AnnotationTotals, unstable_counts
+from service.refusals.scope import SHARE_COUNTS, unstable_text, windows_count
+
+AT = datetime(2026, 12, 3, 1, 0, tzinfo=UTC)
+BAND_A, BAND_B = "[0.2500, 0.4000]", "[0.2200, 0.3700]"
+
+
+def _batch(notes: list[dict[str, Any]], start: datetime = AT) -> Batch:
+    events = [QueryLogEvent(event_id=f"e-{start.timestamp()}-{i}",
+                            timestamp=start + timedelta(seconds=i), question="q")
+              for i in range(len(notes))]  # fmt: skip
+    batch = Batch.of(events, "file")
+    batch.annotations[:] = [dict(n) for n in notes]
+    return batch
+
+
+# 10 scored questions: 4 out of scope (2 of them unstable), 6 in scope (1 unstable); one
+# event without a verdict. Under one range: scored 10, out_of_scope 4, unstable out 2, in 1.
+NOTES = [
+    {"out_of_scope": True, "scope_unstable": True},
+    {"out_of_scope": True, "scope_unstable": True},
+    {"out_of_scope": True, "scope_unstable": False},
+    {"out_of_scope": True},
+    {"out_of_scope": False, "scope_unstable": True},
+    *({"out_of_scope": False, "scope_unstable": False} for _ in range(5)),
+    {"out_of_scope": None},
+]
+
+
+def _round_trip(stage: AnnotationTotals) -> AnnotationTotals:
+    restarted = AnnotationTotals()
+    restarted.restore(json.loads(json.dumps(stage.state_snapshot())))
+    return restarted
+
+
+def test_the_unstable_counts_survive_a_restart_under_the_same_range() -> None:
+    stage = AnnotationTotals()
+    stage.band = BAND_A
+    stage.process(_batch(NOTES))
+    restarted = _round_trip(stage)
+    restarted.band = BAND_A  # the restart refits the same range (4 places)
+    restarted.process(_batch(NOTES, AT + timedelta(hours=1)))
+    counts = unstable_counts(restarted.flags, restarted.unstable_since)
+    # two batches of 10 scored: 20 scored, 8 out, unstable 4 out / 2 in, all since the start
+    assert counts == {"out": 4, "in": 2, "scored": 20, "out_of_scope": 8, "since_scored": 0,
+                      "since": AT.isoformat(), "band": BAND_A}  # fmt: skip
+
+
+def test_a_refresh_that_moves_the_range_starts_the_counts_again_and_says_since_when() -> None:
+    stage = AnnotationTotals()
+    stage.band = BAND_A
+    stage.process(_batch(NOTES))
+    stage.band = BAND_A  # a refresh refitting the same range: keeps counting
+    stage.process(_batch(NOTES, AT + timedelta(hours=1)))
+    assert unstable_counts(stage.flags, stage.unstable_since)["scored"] == 20
+    later = AT + timedelta(hours=2)
+    stage.band = BAND_B  # the range moved
+    stage.process(_batch(NOTES[:5], later))  # 5 scored: 4 out (2 unstable), 1 in (unstable)
+    counts = unstable_counts(stage.flags, stage.unstable_since)
+    assert counts == {"out": 2, "in": 1, "scored": 5, "out_of_scope": 4, "since_scored": 20,
+                      "since": later.isoformat(), "band": BAND_B}  # fmt: skip
+    # the all-time flags still hold every range's: 4 + 4 + 2 out, 2 + 1 in
+    assert (stage.flags["unstable_out"], stage.flags["unstable_in"]) == (6, 3)
+    restarted = _round_trip(stage)  # and the new range's start survives a restart
+    restarted.band = BAND_B
+    restarted.process(_batch([{"out_of_scope": False, "scope_unstable": True}], later))
+    assert unstable_counts(restarted.flags, restarted.unstable_since)["in"] == 2
+
+
+def test_a_state_kept_before_the_range_was_named_starts_the_counts_at_its_restore() -> None:
+    # the thirty-eighth session's state: unstable counts under a range it does not name
+    s38 = {"flags": {"scope_scored": 2881, "out_of_scope": 578, "unstable_out": 281,
+                     "unstable_in": 128}, "pii": {}, "by_language": {},
+           "counted_under": [{"detector": "embedding", "from_scored": 0}]}  # fmt: skip
+    # and an older one, without unstable counts at all
+    s37 = {"flags": {"scope_scored": 2881, "out_of_scope": 578}, "pii": {}}
+    for old, out_before in ((s38, 281), (s37, 0)):
+        stage = AnnotationTotals()
+        stage.restore(old)
+        assert stage.unstable_since is None
+        # before any batch: nothing counted under the range, all 2881 counted before
+        assert unstable_counts(stage.flags, None) == {
+            "out": 0, "in": 0, "scored": 0, "out_of_scope": 0, "since_scored": 2881,
+            "since": None, "band": None}  # fmt: skip
+        stage.band = BAND_A
+        stage.process(_batch(NOTES))
+        counts = unstable_counts(stage.flags, stage.unstable_since)
+        assert counts == {"out": 2, "in": 1, "scored": 10, "out_of_scope": 4,
+                          "since_scored": 2881, "since": AT.isoformat(),
+                          "band": BAND_A}  # fmt: skip
+        assert stage.flags["unstable_out"] == out_before + 2  # the all-time flag adds on
+
+
+def test_the_sentence_says_since_when_and_the_stable_share() -> None:
+    # the third test's figures after the upgrade: 3 of 10 lie in the range (2 out, 1 in);
+    # the other 7 hold 4 - 2 = 2 out of scope: 2/7 = 28.6 %; count could reach 5 or fall to 2
+    scope = {"scored": 2891, "out_of_scope": 582,
+             "unstable": {"out": 2, "in": 1, "scored": 10, "out_of_scope": 4,
+                          "since_scored": 2881, "since": AT.isoformat()},
+             "support": {"band": (0.25, 0.4)}}  # fmt: skip
+    text = " ".join(unstable_text(scope).split())
+    assert text.startswith("3 of 10 questions scored since the range became [0.250, 0.400] "
+                           "(event time 2026-12-03T01:00:00+00:00; the 2881 scored before "
+                           "were judged under another range or before these counts were kept) "
+                           "(30.0%) lie in")  # fmt: skip
+    assert "2 of the 4 out of scope and 1 in scope" in text
+    assert "could rise to 5 or fall toward 2" in text
+    assert "nor does it cover the detector's regression" in text
+    assert text.endswith("the out_of_scope drift dimension tests only the other 7 (out of "
+                         "scope 2 of them, 28.6%)")  # fmt: skip
+    # nothing scored under the range yet (a restored old state): no sentence
+    assert unstable_text({**scope, "unstable": {**scope["unstable"], "scored": 0}}) == ""
+
+
+def test_the_drift_report_says_what_each_rate_dimensions_windows_count() -> None:
+    report = DriftStage({"language": {"en": 10}, "topic": {"a": 10}}).report()
+    assert report["out_of_scope"]["counts"] == UNITS["out_of_scope"]
+    assert "does not move" in report["out_of_scope"]["counts"]
+    assert report["refusal"]["counts"] == "answers"
+    assert windows_count("out_of_scope", report["out_of_scope"]) == (
+        " of scored questions (verdicts the off-corpus cutoff's range does not move)"
+    )
+    assert windows_count("refusal", report["refusal"]) == ""
+    assert SHARE_COUNTS.startswith("every verdict")
+
+
+def _analytics(unstable: dict[str, Any] | None) -> dict[str, Any]:
+    test = {"rate_reference": 0.05, "rate_current": 0.08, "ci_low": 0.01, "ci_high": 0.05,
+            "p_value": 0.01, "state": "ok"}  # fmt: skip
+    scope: dict[str, Any] = {"scored": 100, "out_of_scope": 20, "share": 0.2,
+                             "over_refusals": 0, "under_refusals": 0}  # fmt: skip
+    if unstable is not None:
+        scope["unstable"] = unstable
+    rate = {"state": "ok", "comparisons": {"baseline": test}}
+    return {"refusals": {"answers": 50, "refused": 5, "rate": 0.1, "method": "patterns"},
+            "out_of_scope": scope, "drift": {"refusal": rate, "out_of_scope": rate}}  # fmt: skip
+
+
+def test_the_rates_table_names_the_share_of_every_verdict_and_of_the_stable_ones() -> None:
+    # 100 scored, 20 out; 10 unstable (6 out, 4 in): stable 90, of them 14 out: 15.6 %
+    html = str(refusals_section(_analytics({"out": 6, "in": 4, "scored": 100,
+                                            "out_of_scope": 20, "since_scored": 0,
+                                            "stable_share": 14 / 90}), None))  # fmt: skip
+    assert "out-of-scope questions, every verdict" in html
+    assert "– (the windows count the stable verdicts only)" in html
+    assert ("out-of-scope questions, stable verdicts only (the off-corpus cutoff&#x27;s range "
+            "moves none)") in html  # fmt: skip
+    assert "15.6%" in html and "20.0%" in html
+    assert "count only the stable verdicts" in html  # the chart's caption
+    plain = str(refusals_section(_analytics(None), None))  # no range: one row, as before
+    assert "every verdict" not in plain and "out-of-scope questions" in plain
