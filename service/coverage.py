@@ -109,16 +109,21 @@ def under_covered(
     gold_counts: Mapping[str, int],
     min_ratio: float = 2.0,
     min_gap: float = 0.02,
+    uncounted: int = 0,
 ) -> list[UnderCovered]:
     """Every label of ``live_counts`` whose :func:`gap_lower_bound` against ``gold_counts``
-    (totals: the sums of each) is positive and at least ``min_gap``, largest gap first (then
-    by label): the drift view's :func:`service.drift.stats_tests.coverage_gaps` rule without
-    scipy. ``[]`` without live events or gold counts.
+    (totals: the sums of each, plus ``uncounted`` live events of labels no longer counted)
+    is positive and at least ``min_gap``, largest gap first (then by label): the drift
+    view's :func:`service.drift.stats_tests.coverage_gaps` rule without scipy. ``[]``
+    without live events or gold counts.
 
     >>> [tuple(g)[:5] for g in under_covered({"a": 60, "b": 40}, {"b": 9, "a": 1})]
     [('a', 60, 100, 1, 10)]
+    >>> [tuple(g)[:5] for g in under_covered({"a": 60}, {"b": 9, "a": 1}, uncounted=40)]
+    [('a', 60, 100, 1, 10)]
     """
-    live_total, gold_total = sum(live_counts.values()), sum(gold_counts.values())
+    live_total = sum(live_counts.values()) + uncounted
+    gold_total = sum(gold_counts.values())
     rows = []
     for label, live in live_counts.items():
         gold = gold_counts.get(label, 0)

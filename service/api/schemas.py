@@ -137,8 +137,11 @@ class Status(BaseModel):
     #: (a question's document: the one production ranked first; the gold set's: its rows'
     #: relevant passages'; the coverage-gap rule of the drift view's lists):
     #: ``{"gaps": [{"document", "live", "live_total", "gold", "gold_total", "gap"}, …]`` (the
-    #: 10 largest, labels scrubbed), ``"n_gaps"``, ``"gold_documents"``, ``"documents"}``;
-    #: ``None`` without harvesting or when the corpus names no document.
+    #: 10 largest, labels scrubbed), ``"n_gaps"``, ``"gold_documents"``, ``"documents"}``
+    #: and, when language variants were grouped (``harvest.document_groups``), ``"grouped":
+    #: {"documents", "groups"}`` (a group's label names its variants:
+    #: ``"Warsaw.html (3 variants: de, en, es)"``); ``None`` without harvesting or when the
+    #: corpus names no document.
     under_covered_documents: dict[str, Any] | None = None
 
 

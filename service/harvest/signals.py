@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from math import ceil
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.coverage import UNDETERMINED, UnderCovered, gap_lower_bound, under_covered
+from service.document_groups import BUILT_IN, group_labels
 from service.events import QueryLogEvent, RetrievedPassage
 from service.harvest.config import REASONS, HarvestConfig
 from service.pii.scrub import scrub_label
@@ -39,7 +41,9 @@ __all__ = [
     "DIMENSIONS",
     "DOCUMENT",
     "CoverageTracker",
+    "DocumentLabels",
     "ScoreWindow",
+    "document_labels",
     "event_reasons",
     "passage_documents",
     "production_documents",
@@ -82,22 +86,39 @@ def _named(bits: int, active: frozenset[str]) -> tuple[str, ...]:
     return tuple(r for r in REASONS if bits & _BIT[r] and r in active)
 
 
-def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, str]:
-    """``{passage id: document label}`` of the corpus's ``(id, doc)`` pairs that name a
-    document: each label scrubbed (:func:`~service.pii.scrub.scrub_label`: a URL may carry an
-    e-mail address or a token), two documents the scrub made alike told apart by their order
-    (``"<URL>"``, ``"<URL> #2"``) and cut to :data:`MAX_DOCUMENT_CHARS` (keeping a hash of the
-    scrubbed whole). Empty when no passage names one (a corpus of passage ids only: no
-    document dimension).
+class DocumentLabels(NamedTuple):
+    """A corpus's document labels (:func:`document_labels`): ``documents`` ``{passage id:
+    label}`` (a grouped document's: its group's); ``renamed`` ``{own label: group label}``
+    of the documents that joined a group (the labels a state saved before the grouping
+    keyed them by: :meth:`CoverageTracker.relabel_documents`); ``variants`` ``{group label:
+    documents in it}``."""
 
-    >>> passage_documents([("p1", "faq.html"), ("p2", None), ("p3", "")])
-    {'p1': 'faq.html'}
-    >>> passage_documents([("p1", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
-    ...                    ("p2", "https://x.org/b?sig=a1b2c3d4e5f60718293a4b5c6d7e8f90"),
-    ...                    ("p3", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0")])
-    {'p1': '<URL>', 'p2': '<URL> #2', 'p3': '<URL>'}
+    documents: dict[str, str]
+    renamed: dict[str, str]
+    variants: dict[str, int]
+
+
+def document_labels(
+    passages: Iterable[tuple[str, str | None]], groups: re.Pattern[str] | str | None = BUILT_IN
+) -> DocumentLabels:
+    """The document labels of the corpus's ``(id, doc)`` pairs that name a document: each
+    label scrubbed (:func:`~service.pii.scrub.scrub_label`: a URL may carry an e-mail
+    address or a token), two documents the scrub made alike told apart by their order
+    (``"<URL>"``, ``"<URL> #2"``), a document's language variants grouped
+    (:func:`service.document_groups.group_labels` with ``groups``: the built-in
+    language-code rule, ``None`` for none, or a compiled ``harvest.document_groups``
+    pattern; on the whole scrubbed labels, so two long URLs that differ only by their
+    language still group) and cut to :data:`MAX_DOCUMENT_CHARS` (keeping a hash of the
+    whole). Empty when no passage names one (a corpus of passage ids only: no document
+    dimension).
+
+    >>> labels = document_labels([("p1", "a.en.html"), ("p2", "a.de.html"), ("p3", "b.html")])
+    >>> labels.documents["p1"], labels.documents["p3"], labels.variants
+    ('a.html (2 variants: de, en)', 'b.html', {'a.html (2 variants: de, en)': 2})
+    >>> labels.renamed["a.de.html"]
+    'a.html (2 variants: de, en)'
     """
-    out: dict[str, str] = {}
+    whole: dict[str, str] = {}  # passage id -> scrubbed label (uncut)
     # scrubbed label -> the raw documents it stands for, in corpus order: a scrub can make
     # two documents one label (every URL holding a token is "<URL>"); the second and later
     # get " #2", " #3"… (their order in the corpus, no hash of the raw text: it may hold the
@@ -111,11 +132,39 @@ def passage_documents(passages: Iterable[tuple[str, str | None]]) -> dict[str, s
         nth = same.setdefault(doc, len(same) + 1)
         if nth > 1:
             label = f"{label} #{nth}"
-        if len(label) > MAX_DOCUMENT_CHARS:
-            digest = hashlib.blake2b(label.encode("utf-8"), digest_size=4).hexdigest()
-            label = f"{label[: MAX_DOCUMENT_CHARS - 9]}…{digest}"
-        out[pid] = label
-    return out
+        whole[pid] = label
+    grouped = group_labels(set(whole.values()), groups)
+    cut: dict[str, str] = {}  # whole label -> its label as listed (grouped, cut)
+    for label in set(whole.values()):
+        cut[label] = _cut(grouped.get(label, label))
+    variants = Counter(cut[label] for label in grouped)
+    renamed = {_cut(label): cut[label] for label in grouped}
+    return DocumentLabels({pid: cut[label] for pid, label in whole.items()}, renamed,
+                          dict(sorted(variants.items())))  # fmt: skip
+
+
+def _cut(label: str) -> str:
+    """``label`` cut to :data:`MAX_DOCUMENT_CHARS` when longer: its start, "…" and 8 hex
+    digits of a hash of the whole (two labels cut alike stay two)."""
+    if len(label) <= MAX_DOCUMENT_CHARS:
+        return label
+    digest = hashlib.blake2b(label.encode("utf-8"), digest_size=4).hexdigest()
+    return f"{label[: MAX_DOCUMENT_CHARS - 9]}…{digest}"
+
+
+def passage_documents(
+    passages: Iterable[tuple[str, str | None]], groups: re.Pattern[str] | str | None = BUILT_IN
+) -> dict[str, str]:
+    """``{passage id: document label}``: :func:`document_labels`' ``documents``.
+
+    >>> passage_documents([("p1", "faq.html"), ("p2", None), ("p3", "")])
+    {'p1': 'faq.html'}
+    >>> passage_documents([("p1", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+    ...                    ("p2", "https://x.org/b?sig=a1b2c3d4e5f60718293a4b5c6d7e8f90"),
+    ...                    ("p3", "https://x.org/a?sig=0f1e2d3c4b5a69788796a5b4c3d2e1f0")])
+    {'p1': '<URL>', 'p2': '<URL> #2', 'p3': '<URL>'}
+    """
+    return document_labels(passages, groups).documents
 
 
 def production_documents(
@@ -190,7 +239,11 @@ class CoverageTracker:
     (:meth:`update_each`'s ``documents``; an event without retrieval results joins no
     document window), and also keeps all-time counts (:attr:`document_totals`, one entry per
     corpus document seen) for the report's list (:meth:`document_gaps`, over all live
-    traffic as the drift view's lists are).
+    traffic as the drift view's lists are). Those hold at most ``max_documents`` documents:
+    past it the least counted are forgotten (down to 90 % of it, ties by label) and their
+    events kept as :attr:`documents_uncounted`, which still count in every document's live
+    share (a document forgotten and seen again starts afresh: its share is under-, never
+    over-stated).
 
     Args:
         gold_counts: ``{dimension: {label: count}}`` of the gold set; a dimension without
@@ -198,6 +251,7 @@ class CoverageTracker:
         min_live_events: window events needed before any gap is reported (``gap`` gives 0).
         window: most recent events counted (≥ 1).
         min_ratio: live share ÷ gold share from which a label can be under-covered (≥ 1).
+        max_documents: documents the all-time counts hold at most (≥ 1).
     """
 
     def __init__(
@@ -206,6 +260,7 @@ class CoverageTracker:
         min_live_events: int = 200,
         window: int = 1_000,
         min_ratio: float = 2.0,
+        max_documents: int = 10_000,
     ) -> None:
         self.gold = {dim: dict(counts) for dim, counts in gold_counts.items()}
         self._gold_total = {dim: sum(c.values()) for dim, c in self.gold.items()}
@@ -218,8 +273,12 @@ class CoverageTracker:
         #: (dimension, label, count, events) -> gap (:meth:`update_each`); cleared with the
         #: gold counts, and when it reaches _MAX_GAPS entries
         self._gaps: dict[tuple[str, str, int, int], float] = {}
-        #: all-time ``{document: events}`` (bounded by the corpus's documents)
+        #: all-time ``{document: events}`` (at most ``max_documents``: the corpus's
+        #: documents, or fewer)
         self.document_totals: Counter[str] = Counter()
+        #: events of the documents forgotten from :attr:`document_totals` (≥ 0)
+        self.documents_uncounted = 0
+        self.max_documents = max_documents
         #: set_gold's count (a key of _document_memo: a gold refresh changes every gap)
         self._gold_generation = 0
         #: ((events counted, gold generation, min_gap), :meth:`document_gaps`' list): an
@@ -277,6 +336,8 @@ class CoverageTracker:
                 raise ValueError(f"{len(documents)} documents for {len(annotations)} events")
             named = [doc for doc in documents if doc is not None]
             self.document_totals.update(named)
+            if len(self.document_totals) > self.max_documents:
+                self._forget_documents()
             if len(named) == len(documents):
                 out[DOCUMENT] = self._push_each(DOCUMENT, named)
             else:
@@ -353,12 +414,12 @@ class CoverageTracker:
             return []
         # a copy first (dict() of a Counter is one C-level copy): an API thread may call
         # this while the consumer's thread counts
-        totals = dict(self.document_totals)
-        key = (sum(totals.values()), generation, min_gap)
+        totals, uncounted = dict(self.document_totals), self.documents_uncounted
+        key = (sum(totals.values()) + uncounted, generation, min_gap)
         memo = self._document_memo
         if memo is not None and memo[0] == key:
             return list(memo[1])
-        gaps = under_covered(totals, gold, self.min_ratio, min_gap)
+        gaps = under_covered(totals, gold, self.min_ratio, min_gap, uncounted)
         self._document_memo = (key, gaps)
         return list(gaps)
 
@@ -375,7 +436,8 @@ class CoverageTracker:
         into the distinct ``labels`` (a few bytes per event); ``events`` and ``live`` (the
         window's size and counts) are what a snapshot before the window held (all-time
         counts), so code of then reads a snapshot of now as recent counts; ``documents``:
-        the all-time ``{document: events}`` (:attr:`document_totals`)."""
+        the all-time ``{document: events}`` (:attr:`document_totals`), and
+        ``documents_uncounted`` (:attr:`documents_uncounted`) when not 0."""
         window: dict[str, dict[str, list[Any]]] = {}
         for dim, labels in self._labels.items():
             index: dict[str, int] = {}
@@ -386,7 +448,51 @@ class CoverageTracker:
             "live": {d: dict(c) for d, c in self.live.items()},
             "window": window,
             "documents": dict(self.document_totals),
-        }
+        } | ({"documents_uncounted": self.documents_uncounted} if self.documents_uncounted else {})
+
+    def _forget_documents(self) -> None:
+        """Forget the least counted documents (ties: the later label first) down to 90 % of
+        ``max_documents``, their events added to :attr:`documents_uncounted`: one sort per
+        tenth of the bound's new documents, not one per new document."""
+        keep = max(1, self.max_documents * 9 // 10)
+        ranked = sorted(self.document_totals.items(), key=lambda item: (-item[1], item[0]))
+        self.documents_uncounted += sum(n for _, n in ranked[keep:])
+        self.document_totals = Counter(dict(ranked[:keep]))
+
+    def relabel_documents(
+        self, names: Collection[str], renamed: Mapping[str, str]
+    ) -> tuple[int, int]:
+        """Bring the document labels of a loaded state to the corpus's: a label in
+        ``renamed`` (a document's own label → its group's, :class:`DocumentLabels`) is
+        counted under its group, in the window and the all-time counts; one not in
+        ``names`` (the corpus's labels now) after that is dropped from both (a document the
+        corpus no longer has, or a group the grouping no longer forms: never mixed with
+        today's labels). ``(events relabelled, events dropped)``, all-time counts and window
+        events together."""
+        moved = dropped = 0
+        totals: Counter[str] = Counter()
+        for doc, n in self.document_totals.items():
+            label = renamed.get(doc, doc)
+            if label not in names:
+                dropped += n
+                continue
+            moved += n if label != doc else 0
+            totals[label] += n
+        window: list[str] = []
+        for doc in self._labels[DOCUMENT]:
+            label = renamed.get(doc, doc)
+            if label not in names:
+                dropped += 1
+                continue
+            moved += label != doc
+            window.append(label)
+        self.document_totals = totals
+        self._labels[DOCUMENT] = deque(window, maxlen=self.window)
+        self.live[DOCUMENT] = Counter(window)
+        self._document_memo = None
+        if len(totals) > self.max_documents:
+            self._forget_documents()
+        return moved, dropped
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Replace the window with :meth:`state`'s (its newest ``window`` events). A snapshot
@@ -411,6 +517,9 @@ class CoverageTracker:
             self.live[dim] = Counter(self._labels[dim])
         documents = state.get("documents") or {}
         self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
+        self.documents_uncounted = int(state.get("documents_uncounted", 0))
+        if len(self.document_totals) > self.max_documents:
+            self._forget_documents()
         self._document_memo = None
 
 

@@ -259,6 +259,9 @@ class HarvestStage:
         documents: ``{passage id: document label}`` of the corpus
             (:func:`~service.harvest.signals.passage_documents`): an event's document is its
             first production passage's; empty or ``None``: no document gaps.
+        renamed: ``{own label: group label}`` of the corpus documents that joined a group of
+            language variants (:class:`~service.harvest.signals.DocumentLabels`): a state
+            saved before they were grouped is counted under their group on restore.
     """
 
     name = "harvest"
@@ -274,14 +277,20 @@ class HarvestStage:
         embedder: Embedder | None = None,
         memo: Memo = no_memo,
         documents: Mapping[str, str] | None = None,
+        renamed: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         self.documents: dict[str, str] = dict(documents or {})
+        self.renamed: dict[str, str] = dict(renamed or {})
         self._n_documents = len(set(self.documents.values()))
+        # documents that joined a group of language variants, and the groups they form
+        self._n_grouped = len(self.renamed)
+        self._n_groups = len(set(self.renamed.values()))
         self.sinks = list(sinks)
         self.clock = clock
         self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events,
-                                        config.gap_window, config.min_gap_ratio)  # fmt: skip
+                                        config.gap_window, config.min_gap_ratio,
+                                        config.max_documents)  # fmt: skip
         self.scores = ScoreWindow(config.score_window, config.min_live_events)
         cosine = config.embedding_similarity
         lsh = memo("lsh-parameters", [config.similarity, config.num_perm, _datasketch_version()],
@@ -1145,8 +1154,10 @@ class HarvestStage:
         "n_gaps": n, "gold_documents": k, "documents": d}`` — the ``top`` (≥ 0) largest
         gaps of ``n``, ``live`` of ``live_total`` events given a document had it first,
         ``gold`` of the gold set's ``gold_total`` row–document pairs ask about it; ``k``
-        documents the gold set asks about, ``d`` the corpus's. ``None`` when the corpus
-        names no document (no document dimension)."""
+        documents the gold set asks about, ``d`` the corpus's (a group of language variants
+        counting once), and, when some were grouped, ``"grouped": {"documents": m,
+        "groups": g}``: ``m`` corpus documents in ``g`` groups (each group's label says its
+        variants). ``None`` when the corpus names no document (no document dimension)."""
         if not self.documents:
             return None
         gaps = self.coverage.document_gaps(self.config.min_gap)
@@ -1166,7 +1177,8 @@ class HarvestStage:
             "n_gaps": len(gaps),
             "gold_documents": len(gold),
             "documents": self._n_documents,
-        }
+        } | ({"grouped": {"documents": self._n_grouped, "groups": self._n_groups}}
+             if self._n_grouped else {})  # fmt: skip
 
     def state_snapshot(self) -> Any:
         """Trackers, recent event ids, the ids of the suggestions held (in order) and, in
@@ -1365,14 +1377,18 @@ class HarvestStage:
         while len(decided) > config.max_suggestions:  # suggestion is never held again
             decided.popitem(last=False)
         coverage = CoverageTracker(self.coverage.gold, config.min_live_events,
-                                   config.gap_window, config.min_gap_ratio)  # fmt: skip
+                                   config.gap_window, config.min_gap_ratio,
+                                   config.max_documents)  # fmt: skip
         coverage.load(snapshot.get("coverage", {}))
         # a document the corpus no longer has (it changed between runs) can never be covered:
-        # its all-time count would keep it listed as under-covered for good
-        names = set(self.documents.values())
-        coverage.document_totals = Counter(
-            {doc: n for doc, n in coverage.document_totals.items() if doc in names}
-        )
+        # its all-time count would keep it listed as under-covered for good; one saved under
+        # its own label before it joined a group of language variants counts for the group
+        # (and a group the grouping no longer forms is dropped: never mixed with its parts)
+        moved, dropped = coverage.relabel_documents(set(self.documents.values()), self.renamed)
+        if moved or dropped:
+            log.info("harvest restore: %d document counts moved to their language-variant "
+                     "group, %d of documents the corpus (as grouped now) lacks dropped",
+                     moved, dropped)  # fmt: skip
         scores = ScoreWindow(config.score_window, config.min_live_events)
         scores.load(snapshot.get("scores", {}))
         # [event, suggestion, reasons]; an older snapshot's [event, suggestion] did not keep

@@ -16,6 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.document_groups import grouped_note
 from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
@@ -345,7 +346,7 @@ def document_gap_table(documents: Any) -> list[Markup]:
     n_gaps = documents.get("n_gaps")
     more = n_gaps - len(gaps) if isinstance(n_gaps, int) else 0
     asked = (f"the gold set asks about {documents.get('gold_documents', 0)} of the corpus's "
-             f"{documents.get('documents', 0)} documents")  # fmt: skip
+             f"{documents.get('documents', 0)} documents{grouped_note(documents)}")  # fmt: skip
     if not gaps:
         return [para(f"No document is under-covered by the gold set ({asked}).", "meta")]
     body = [[str(g.get("document", "")), f"{g.get('live', 0):,} of {g.get('live_total', 0):,}",

@@ -37,12 +37,13 @@ from service.data.goldset import (
     load_gold_set,
     repeated_questions,
 )
+from service.document_groups import compile_group_pattern
 from service.embeddings.model import shared_embedder
 from service.evaluation.detector_quality import quality_gauges
 from service.files.fit_cache import FitCache, Memo, no_memo
 from service.harvest import HarvestStage, MemoryCandidates, StateStoreCandidates
 from service.harvest.config import REASONS
-from service.harvest.signals import DOCUMENT, passage_documents
+from service.harvest.signals import DOCUMENT, document_labels
 from service.harvest.store import candidate_sweep
 from service.language.unlabelled import unlabelled_languages, unlabelled_text
 from service.pii import UNKEYED, Pseudonymiser
@@ -426,15 +427,18 @@ def build_live(
             fit = [q.question for q in gold] + [passage.text for passage in corpus.passages]
             embedder = shared_embedder(settings.analytics.embeddings, fit_texts=fit)
         # a question's document: its first production passage's in the corpus; the gold
-        # set's: its rows' relevant passages' (no documents in the corpus: none)
-        documents = passage_documents((p.id, p.doc) for p in corpus.passages)
+        # set's: its rows' relevant passages' (no documents in the corpus: none); a
+        # document's language variants as one (harvest.document_groups)
+        groups = compile_group_pattern(settings.harvest.document_groups)
+        labels = document_labels(((p.id, p.doc) for p in corpus.passages), groups)
+        documents = labels.documents
         gold_counts = dict(analytics.gold_counts)
         if documents:
             gold_counts[DOCUMENT] = document_counts((q.gold for q in gold), documents)
         harvest = HarvestStage(settings.harvest, gold_counts, list(gold), sinks=sinks,
                                embedder=embedder, memo=memo,
                                clock=replay_clock if replay else time.monotonic,
-                               documents=documents)  # fmt: skip
+                               documents=documents, renamed=labels.renamed)  # fmt: skip
         harvest_metrics = build_harvest_metrics(
             registry, REASONS, sinks=[type(sink).__name__ for sink in sinks]
         )

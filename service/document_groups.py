@@ -1,0 +1,258 @@
+"""A document's language variants as one document: the labels that differ only by a
+language code, grouped (the ``document`` coverage dimension: :mod:`service.harvest.signals`).
+
+A corpus holding each article once per language (``Super_Bowl_50.en.html``,
+``Super_Bowl_50.es.html``, ``Super_Bowl_50.de.html``) splits the questions about one article
+over as many documents as it has languages: trial 23's 22 articles no gold row covers drew
+55 % of the questions, spread over 66 documents none of which rose above the coverage-gap
+floor. Grouped, a document is the article, whatever language copy production retrieved.
+
+A label's **language code** (:func:`language_variant`) is an ISO 639-1 code
+(:data:`LANGUAGE_CODES`, any case), optionally followed by a script (4 letters: ``zh-Hant``)
+and/or a region (2 letters or 3 digits: ``pt-BR``, ``es-419``), joined by ``-`` or ``_``,
+found in one of three places (the first that matches, in this order):
+
+1. a dotted part of the file name (the last path segment) between its stem and its
+   extension: ``Super_Bowl_50.de.html``, ``guide.pt-BR.md`` (never the extension itself:
+   ``.ts``, ``.pl``, ``.cs`` files are not Tsonga, Polish or Czech);
+2. a ``-`` or ``_`` suffix of the file name right before its extension: ``guide-de.html``,
+   ``guide_zh-Hant.pdf`` (the longest code: ``guide-pt-BR.html`` is ``pt-BR``);
+3. a whole path part that is not the file name (the leftmost such; a URL's host never):
+   ``docs/de/guide.html``, ``https://x.org/pt-br/guide``.
+
+The label's **base** is the label without it (``Super_Bowl_50.html``, ``guide.html``,
+``docs/guide.html``); a label with no code is its own base, unmarked, so ``docs/guide.html``
+joins ``docs/de/guide.html`` (a site's default language is often unmarked). Labels are
+grouped by base (:func:`group_labels`) only when
+
+* the corpus holds at least two of them, with at least two distinct codes (the unmarked one
+  counts as one): ``index.de.html`` alone, or a file named ``it.html``, is not rewritten;
+* and not every code of the group is one that is also a common word or abbreviation in
+  paths (:data:`AMBIGUOUS_CODES`: ``hr/policy.html`` and ``it/policy.html`` are two
+  departments' policies; ``de/policy.html`` with ``it/policy.html`` is German and Italian).
+
+A group's label names its base, how many documents it holds and their codes (sorted,
+``unmarked`` last): ``Super_Bowl_50.html (3 variants: de, en, es)``.
+
+A pattern (:func:`compile_group_pattern`, the ``harvest.document_groups`` setting) replaces
+the built-in rule: a Python regular expression searched in each label, whose first group is
+the key the label is grouped by (and the group's name), the second, when there is one, the
+variant's name; a label it does not match, or whose first group did not take part, stays
+alone. ``off``: no grouping.
+
+Plain strings and :mod:`re` only (no I/O): the caller scrubs the labels first
+(:func:`service.harvest.signals.document_labels`).
+
+>>> language_variant("Super_Bowl_50.de.html"), language_variant("docs/pt-br/guide.html")
+(Variant(base='Super_Bowl_50.html', code='de'), Variant(base='docs/guide.html', code='pt-BR'))
+>>> group_labels(["a.en.html", "a.de.html", "it.html", "b.de.html"])
+{'a.de.html': 'a.html (2 variants: de, en)', 'a.en.html': 'a.html (2 variants: de, en)'}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+__all__ = [
+    "AMBIGUOUS_CODES",
+    "BUILT_IN",
+    "LANGUAGE_CODES",
+    "OFF",
+    "UNMARKED",
+    "Variant",
+    "compile_group_pattern",
+    "group_labels",
+    "grouped_note",
+    "language_variant",
+]
+
+#: The ``harvest.document_groups`` value of the built-in language-code rule (the default).
+BUILT_IN = "languages"
+#: The ``harvest.document_groups`` value that groups nothing.
+OFF = "off"
+#: How a group's label names a variant without a language code.
+UNMARKED = "unmarked"
+
+#: ISO 639-1's two-letter language codes (the 183 of ISO 639-1:2002 plus ``sh``, as the
+#: Library of Congress lists them).
+LANGUAGE_CODES = frozenset(
+    "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu "
+    "cv cy da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi "
+    "ho hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks "
+    "ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl "
+    "nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg sh si sk "
+    "sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz "
+    "ve vi vo wa wo xh yi yo za zh zu".split()
+)
+#: Codes that are also common words or abbreviations in file and folder names (``it``,
+#: ``hr``, ``id``, ``ms``, ``no``, ``is``, ``to``, ``pl``, ``ts``…): a group whose codes are
+#: all such is not formed (the module docstring).
+AMBIGUOUS_CODES = frozenset(
+    "am an as be ca co cs el he hr id is it la ml ms my na ne no on or os pa pl ps sh so ta "
+    "to ts".split()
+)
+
+# a language tag as a whole string: code, optional script, optional region, "-" or "_"
+_TAG_RE = re.compile(r"(?P<lang>[A-Za-z]{2})(?:[-_](?P<script>[A-Za-z]{4}))?"
+                     r"(?:[-_](?P<region>[A-Za-z]{2}|\d{3}))?\Z")  # fmt: skip
+
+
+class Variant(NamedTuple):
+    """A label read as a language variant (:func:`language_variant`): its ``base`` (the
+    label without the code and its separator) and its ``code`` (normalised: language lower
+    case, script title case, region upper case, joined by ``-``; ``""``: unmarked)."""
+
+    base: str
+    code: str
+
+
+def _tag(text: str) -> str | None:
+    """``text`` as a normalised language tag (``pt_br`` → ``pt-BR``, ``zh-hant`` →
+    ``zh-Hant``), or ``None`` when it is not one whose language is in
+    :data:`LANGUAGE_CODES`."""
+    match = _TAG_RE.match(text)
+    if match is None or match["lang"].lower() not in LANGUAGE_CODES:
+        return None
+    parts = [match["lang"].lower()]
+    if match["script"]:
+        parts.append(match["script"].title())
+    if match["region"]:
+        parts.append(match["region"].upper())
+    return "-".join(parts)
+
+
+def language_variant(label: str) -> Variant:
+    """``label`` read as a language variant (module docstring: a dotted part of the file
+    name, a ``-``/``_`` suffix before its extension, or a path part; the first found, in
+    that order); ``Variant(label, "")`` when it holds no language code. A query string
+    (from ``?``) is kept as it is and never read.
+
+    >>> language_variant("guide_pt_BR.pdf"), language_variant("guide-zh-hant.html")
+    (Variant(base='guide.pdf', code='pt-BR'), Variant(base='guide.html', code='zh-Hant'))
+    >>> language_variant("https://de.x.org/it.html?lang=de"), language_variant("a.ts")
+    (Variant(base='https://de.x.org/it.html?lang=de', code=''), Variant(base='a.ts', code=''))
+    >>> language_variant("user-guide-de.html"), language_variant("x.org/fr/")
+    (Variant(base='user-guide.html', code='de'), Variant(base='x.org/', code='fr'))
+    """
+    path, query = label, ""
+    if "?" in label:
+        at = label.index("?")
+        path, query = label[:at], label[at:]
+    start = 0  # where the path parts start: after a URL's host
+    scheme = path.find("://")
+    if scheme >= 0:
+        slash = path.find("/", scheme + 3)
+        start = len(path) if slash < 0 else slash + 1
+    cut = path.rfind("/")
+    named_at = cut + 1 if cut >= start else start  # where the file name starts
+    folder, name = path[:named_at], path[named_at:]
+    # 1. a dotted part of the file name, between the stem and the extension (the rightmost)
+    dotted = name.split(".")
+    for i in range(len(dotted) - 2, 0, -1):
+        code = _tag(dotted[i])
+        if code is not None:
+            base = ".".join(dotted[:i] + dotted[i + 1 :])
+            return Variant(folder + base + query, code)
+    # 2. a "-"/"_" suffix right before the extension (the longest code)
+    dot = name.rfind(".")
+    if dot > 0:
+        head, ext = name[:dot], name[dot:]
+        for i in range(1, len(head) - 2):
+            if head[i] in "-_" and (code := _tag(head[i + 1 :])) is not None:
+                return Variant(folder + head[:i] + ext + query, code)
+    # 3. a whole path part other than the file name (the leftmost), never the host
+    parts = path[start : cut + 1].split("/") if cut >= start else []
+    for i, part in enumerate(parts):
+        code = _tag(part) if part else None
+        if code is not None:
+            rest = "/".join(parts[:i] + parts[i + 1 :])
+            return Variant(path[:start] + rest + name + query, code)
+    return Variant(label, "")
+
+
+def compile_group_pattern(value: str | None) -> re.Pattern[str] | str | None:
+    """The ``harvest.document_groups`` setting read: :data:`BUILT_IN` (also ``None``) as
+    it is, :data:`OFF` as ``None``, anything else compiled as a regular expression.
+
+    Raises:
+        ValueError: the pattern does not compile or has no group (the message says which;
+            the settings name the field)."""
+    if value is None or value == BUILT_IN:
+        return BUILT_IN
+    if value == OFF:
+        return None
+    try:
+        pattern = re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression ({exc})") from None
+    if pattern.groups < 1:
+        raise ValueError("the pattern needs a group: its first group is a document's group key")
+    return pattern
+
+
+def group_labels(
+    labels: Iterable[str], groups: re.Pattern[str] | str | None = BUILT_IN
+) -> dict[str, str]:
+    """``{label: group label}`` for the ``labels`` (distinct document labels of a corpus)
+    that join a group, sorted by label; the others are left out (they stay themselves).
+
+    ``groups``: :data:`BUILT_IN` (the language-code rule, module docstring), ``None`` (no
+    grouping: ``{}``) or a compiled pattern (:func:`compile_group_pattern`). A group needs
+    at least two labels and two distinct variant names; with the built-in rule, also a
+    code outside :data:`AMBIGUOUS_CODES`. Its label is ``"<key> (<n> variants: <names>)"``
+    (names sorted, :data:`UNMARKED` last), or ``"<key> (<n> variants)"`` for a pattern
+    without a second group.
+
+    >>> grouped = group_labels(["d/de/p.html", "d/p.html", "hr/p.html", "it/p.html", "x.fr.md"])
+    >>> grouped["d/de/p.html"], sorted(grouped)
+    ('d/p.html (2 variants: de, unmarked)', ['d/de/p.html', 'd/p.html'])
+    >>> group_labels(["A-1.pdf", "A-2.pdf", "B-1.pdf"], compile_group_pattern(r"^(\\w+)-"))
+    {'A-1.pdf': 'A (2 variants)', 'A-2.pdf': 'A (2 variants)'}
+    """
+    if groups is None:
+        return {}
+    members: dict[str, dict[str, str]] = {}  # key -> {label: variant name}
+    named = True
+    for label in dict.fromkeys(labels):
+        if isinstance(groups, str):
+            key, name = language_variant(label)
+        else:
+            match = groups.search(label)
+            if match is None or match.group(1) is None:
+                continue
+            key = match.group(1)
+            named = groups.groups >= 2
+            name = (match.group(2) or "") if named else label
+        members.setdefault(key, {})[label] = name
+    out: dict[str, str] = {}
+    for key, variants in members.items():
+        names = set(variants.values())
+        if len(variants) < 2 or len(names) < 2:
+            continue
+        if isinstance(groups, str) and not names - AMBIGUOUS_CODES - {""}:
+            continue
+        if named:
+            listed = sorted(n for n in names if n) + ([UNMARKED] if "" in names else [])
+            group = f"{key} ({len(variants)} variants: {', '.join(listed)})"
+        else:
+            group = f"{key} ({len(variants)} variants)"
+        for label in variants:
+            out[label] = group
+    return dict(sorted(out.items()))
+
+
+def grouped_note(documents: Mapping[str, Any]) -> str:
+    """``" (90 corpus documents grouped into 30 by language variant)"`` when a document
+    gaps summary (:meth:`~service.harvest.stage.HarvestStage.document_gaps`) has
+    ``grouped``, else ``""``.
+
+    >>> grouped_note({"grouped": {"documents": 90, "groups": 30}}), grouped_note({})
+    (' (90 corpus documents grouped into 30 by language variant)', '')
+    """
+    grouped = documents.get("grouped")
+    if not isinstance(grouped, Mapping):
+        return ""
+    return (f" ({grouped.get('documents', 0)} corpus documents grouped into "
+            f"{grouped.get('groups', 0)} by language variant)")  # fmt: skip
