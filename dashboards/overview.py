@@ -598,7 +598,8 @@ def _traces() -> list[Panel | list[Panel]]:
                 "Traces handed out for mapping to events (OTLP over Kafka or POST /v1/traces), "
                 "by why: settled (root span seen, then quiet for traces.assembly.settle_s), "
                 "timeout (no root within traces.assembly.timeout_s: the exporter drops spans "
-                "or the root ends late), flushed (shutdown). Without root: the earliest "
+                "or the root ends late), flushed (shutdown with traces.flush_on_stop). "
+                "Without root: the earliest "
                 "orphan span stood in. Unmapped: a trace without a question, dead-lettered "
                 "(check traces.mapping against your span attributes).",
                 [

@@ -7,8 +7,8 @@ What is kept (keys are ``<namespace>/<name>``; values are any JSON-able data):
 * ``source/<source key>`` — a source's resume position (e.g. ``source/file:/abs/path.jsonl``:
   ``{"offset": bytes, "line": n, "head": sha256-hex}``).
 * ``traces/open/<trace id>/<request>`` — spans ``POST /v1/traces`` acknowledged whose trace is
-  still being assembled (``service/api/trace_ingest.py``), deleted with the checkpoint that
-  records the trace's event.
+  still being assembled (``service/api/trace_ingest.py``; kept across a clean stop and a
+  crash, restored at start), deleted with the checkpoint that records the trace's event.
 * ``harvest/candidate/<id>``, ``harvest/decision/<id>`` — harvested suggestions' records and
   labelling decisions (:mod:`service.harvest.store`); the records of suggestions no longer
   held are swept by the checkpoint that stops holding them (a :class:`Sweep`);

@@ -70,7 +70,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         try:
             yield
         finally:
-            app.state.traces.stop()  # open traces go through the pipeline before it stops
+            app.state.traces.stop()  # due traces through the pipeline; the rest stay in the state
             rt.stop()
             sys.setswitchinterval(switch_interval)
 

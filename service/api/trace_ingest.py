@@ -41,6 +41,14 @@ nothing and counts nothing twice):
   its age (wall time now minus the time it arrived), so a trace whose settle time or timeout
   passed while the process was down is handed out (``settled`` or ``timeout``) at the first
   tick. Counted in ``goldwatch_traces_restored_total``.
+* A clean stop (:meth:`TraceIngest.stop`: SIGTERM, SIGINT) hands out the traces that are due
+  and keeps the other open traces in the state file, as a crash does, so the next start
+  restores them and their spans that arrive after it (a root ending late, a rolling deploy)
+  join them; one log line says how many were kept. Before the thirty-ninth session every
+  open trace was handed out at the stop (``flushed``): a root that came after the restart
+  was a ``late_span`` dead letter and the event lost it (a trace without it: lost whole).
+  ``traces.flush_on_stop`` (a state file that does not outlive the process), or a state
+  store in memory, still hands them out.
 
 As on the Kafka path, a dead letter written just before a crash whose checkpoint did not
 happen is written again after the restart (dead-letter files are at-least-once; the events
@@ -368,7 +376,7 @@ class TraceIngest:
                  "last stop", restored, self.assembler.open_spans)  # fmt: skip
         return restored
 
-    def tick(self, flush: bool = False) -> int:
+    def tick(self, flush: bool = False, last: bool = False) -> int:
         """Hand out due traces (all with ``flush``), map and process them. Each trace is
         mapped once; its event waits (in memory) until the pipeline takes it, its dead
         letter until the file takes it; its pending spans leave the state store with the
@@ -382,14 +390,15 @@ class TraceIngest:
         (:meth:`~consumers.jsonl_dead_letters.JsonlDeadLetters.problem`, the check behind
         ``/readyz``); each letter is written once (a letter written for a hand-over whose
         checkpoint then failed is not written again: :meth:`Runtime.ingest`), and the log
-        has one line when a hand-over starts waiting and one when it went through.
+        has one line when a hand-over starts waiting and one when it went through. The stop's
+        tick (``last``, or ``flush``) tries a waiting hand-over once whatever the file says.
 
         Returns:
             events handed to the pipeline now (processed or duplicates).
         """
         waited = 0
         if self._values or self._letters:
-            if not flush and self.runtime.http_dead_letters.problem() is not None:
+            if not (flush or last) and self.runtime.http_dead_letters.problem() is not None:
                 return 0  # the file still cannot take them: no write, no log line
             waited = self._hand_over()
             if self._values or self._letters:
@@ -476,14 +485,37 @@ class TraceIngest:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the ticker and hand every open trace to the pipeline (``flushed``)."""
+        """Stop the ticker and hand the traces due now to the pipeline (one last
+        :meth:`tick`); keep the other open traces in the state file, where :meth:`restore`
+        finds them at the next start (module docstring), and log how many. With
+        ``traces.flush_on_stop``, or a state store in memory (nothing outlives the process),
+        hand every open trace out instead (``flushed``). Call before the runtime stops.
+        Never raises: a failed last hand-over is logged, its traces' spans stay in the state
+        file and are built again at the next start."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        flush = self.config.flush_on_stop or self.runtime.state.label == ":memory:"
+        with self._lock:
+            open_before = len(self.assembler)
         try:
-            self.tick(flush=True)
+            self.tick(flush=flush, last=True)
         except Exception as exc:
-            log.error("trace ingest: final flush failed: %s", describe_error(exc))
+            log.error("trace ingest: the last hand-over at stop failed: %s", describe_error(exc))
+        with self._lock:
+            kept, spans = len(self.assembler), self.assembler.open_spans
+        if flush and not kept:
+            log.info("trace ingest: handed out all %d open traces at stop (flushed: "
+                     "traces.flush_on_stop, or a state in memory)", open_before)  # fmt: skip
+        else:
+            log.info("trace ingest: kept %d open traces (%d spans) in the state file at stop; "
+                     "the next start restores them (their settle time and timeout run from "
+                     "their spans' arrival, also while stopped)", kept, spans)  # fmt: skip
+        if self._values or self._letters:
+            log.warning("trace ingest: %d events and %d dead letters of handed-out traces "
+                        "were not taken at stop; their spans stay in the state file and are "
+                        "built again at the next start", len(self._values),
+                        len(self._letters))  # fmt: skip
 
 
 def _sort_out(rejected: Sequence[Rejected]) -> tuple[list[DeadLetter], int]:

@@ -693,12 +693,20 @@ class TracesConfig(_Frozen):
             on traced events as OpenTelemetry ``gen_ai.evaluation.result`` events over
             OTLP/HTTP (:class:`~service.traces.evaluations.EvaluationsConfig`: ``enabled``,
             off by default; ``endpoint``; ``timeout_s``).
+        flush_on_stop: at a clean stop of ``goldwatch serve`` (SIGTERM, SIGINT), hand every
+            open trace of ``POST /v1/traces`` out as it is (``flushed``: an event from the
+            spans that came, or a dead letter) instead of keeping it in the state file, where
+            the next start restores it and spans arriving after the restart join it. For a
+            process whose state file does not outlive it (an ``emptyDir`` replaced by a
+            rolling deploy, a replica scaled away): kept traces would be lost with the file.
+            ``false`` (default): kept, as after a crash.
     """
 
     assembly: AssemblyLimits = AssemblyLimits()
     mapping: TraceMapping = TraceMapping()
     kafka_encoding: Literal["events", "otlp", "otlp_proto", "otlp_json"] = "events"
     evaluations: EvaluationsConfig = EvaluationsConfig()
+    flush_on_stop: bool = False
 
 
 class Settings(BaseSettings):

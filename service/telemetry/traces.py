@@ -74,7 +74,8 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
         assembled=Counter(_name("traces_assembled"), "Traces handed out for mapping, by why: "
                           "settled (root seen, then quiet for traces.assembly.settle_s), "
                           "timeout (traces.assembly.timeout_s after the first span), flushed "
-                          "(at shutdown).", ["why"], registry=registry),
+                          "(at shutdown, only with traces.flush_on_stop: else open traces stay "
+                          "in the state file for the next start).", ["why"], registry=registry),
         without_root=Counter(_name("traces_without_root"), "Traces handed out without a root "
                              "span (the earliest orphan span stands in for it).",
                              registry=registry),

@@ -346,7 +346,9 @@ class TraceAssembler:
         return done
 
     def flush(self) -> list[Completed]:
-        """Hand out every open trace (``flushed``), e.g. at the end of a finite file."""
+        """Hand out every open trace (``flushed``): HTTP ingest's stop with
+        ``traces.flush_on_stop`` or a state in memory (``service/api/trace_ingest.py``;
+        by default its open traces stay in the state file for the next start)."""
         return [self._close(trace_id, "flushed") for trace_id in list(self._open)]
 
     def low_watermarks(self) -> dict[str, int]:

@@ -1,7 +1,9 @@
 """Acknowledged spans of open traces survive a crash of ``/v1/traces`` ingest (issue 20 item 2).
 
 A crash is the state file closed with traces still open and nothing flushed (what kill -9
-leaves: only committed transactions); the restart is a new runtime on the same file. Traces
+leaves: only committed transactions); a clean stop is :meth:`TraceIngest.stop` before that
+(SIGTERM: it keeps open traces too, unless ``traces.flush_on_stop``); the restart is a new
+runtime on the same file. Traces
 are the OpenTelemetry SDK's (the OpenInference shape of ``test_traces_api``), decoded from
 the exporter's protobuf; the clocks are the test's, so no sleeps.
 """
@@ -62,14 +64,20 @@ class Process:
     """One runtime and trace ingest on ``tmp_path``'s state file, with a capture stage."""
 
     def __init__(
-        self, tmp_path: Path, clocks: Clocks, max_open: int = 100, remember_span_ids: int = 1000
+        self,
+        tmp_path: Path,
+        clocks: Clocks,
+        max_open: int = 100,
+        remember_span_ids: int = 1000,
+        flush_on_stop: bool = False,
     ) -> None:
         settings = load_settings(
             state={"path": tmp_path / "state.sqlite"},
             analytics={"enabled": False},
             traces={"assembly": {"settle_s": SETTLE_S, "timeout_s": TIMEOUT_S,
                                  "max_open_traces": max_open,
-                                 "remember_span_ids": remember_span_ids}},
+                                 "remember_span_ids": remember_span_ids},
+                    "flush_on_stop": flush_on_stop},
         )  # fmt: skip
         self.capture = Capture()
         self.runtime = Runtime(settings, stages=[self.capture])
@@ -80,6 +88,12 @@ class Process:
 
     def crash(self) -> None:
         """Drop everything not committed: close the state file without a flush."""
+        self.runtime.state.close()
+
+    def stop(self) -> None:
+        """A clean stop of trace ingest (what serve's shutdown runs first), then the file
+        closed."""
+        self.ingest.stop()
         self.runtime.state.close()
 
     def pending(self) -> list[str]:
@@ -141,6 +155,86 @@ def test_acknowledged_spans_come_back_after_a_crash_and_count_once(
     assert third.runtime.engine.totals.processed == 2
     assert third.runtime.engine.totals.duplicates == 0
     third.crash()
+
+
+def test_a_clean_stop_keeps_open_traces_and_the_restart_completes_them(
+    tmp_path: Path,
+    traces: list[tuple[str, list[Span], list[Span]]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """t39 HIGH 1: at a clean stop the trace that is due goes out; the open one stays in the
+    state file, and its root, sent after the restart, joins it (before: it was flushed at the
+    stop and the root was a ``late_span`` dead letter)."""
+    clocks = Clocks()
+    (a, a_kids, a_root), (b, b_kids, b_root), _ = traces
+    first = Process(tmp_path, clocks)
+    first.ingest.receive(b_kids + b_root)
+    clocks.advance(SETTLE_S)  # b is due at the stop
+    first.ingest.receive(a_kids)
+    with caplog.at_level("INFO", logger="service.api.trace_ingest"):
+        first.stop()
+    assert first.capture.events == [_expected_event(b)]
+    assert first.metric("goldwatch_traces_assembled_total", why="flushed") == 0
+    kept = [r.getMessage() for r in caplog.records if "at stop" in r.getMessage()]
+    assert kept == [f"trace ingest: kept 1 open traces ({len(a_kids)} spans) in the state "
+                    "file at stop; the next start restores them (their settle time and "
+                    "timeout run from their spans' arrival, also while stopped)"]  # fmt: skip
+
+    second = Process(tmp_path, clocks)
+    assert second.metric("goldwatch_traces_restored_total") == 1
+    assert second.ingest.receive(a_root) == []  # no late_span: the trace is open
+    clocks.advance(SETTLE_S)
+    assert second.ingest.tick() == 1
+    assert second.capture.events == [_expected_event(a)]  # root and children
+    assert second.metric("goldwatch_traces_assembled_total", why="settled") == 1
+    assert second.pending() == []
+    assert second.runtime.engine.totals.processed == 2
+    assert dict(second.runtime.engine.totals.dead_lettered) == {}
+    assert second.dead_letters(tmp_path) == []
+    second.ingest.receive(a_root)  # the remembered span ids hold: a retry is a duplicate
+    assert second.runtime.engine.totals.duplicates == 1
+    second.crash()
+
+
+def test_open_traces_kept_at_a_stop_time_out_after_a_long_restart(
+    tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
+) -> None:
+    """Down for longer than the timeout after a clean stop: the kept trace is handed out at
+    the first tick, ``timeout`` without a root (counted), as after a crash; its root, sent
+    later, is a ``late_span`` that says so."""
+    clocks = Clocks()
+    (a, a_kids, a_root), _, _ = traces
+    first = Process(tmp_path, clocks)
+    first.ingest.receive(a_kids)
+    first.stop()
+    clocks.advance(TIMEOUT_S)
+    second = Process(tmp_path, clocks)
+    assert second.ingest.tick() == 1
+    assert [e.event_id for e in second.capture.events] == [a]  # the retriever's question
+    assert second.metric("goldwatch_traces_assembled_total", why="timeout") == 1
+    assert second.metric("goldwatch_traces_without_root_total") == 1
+    (late,) = second.ingest.receive(a_root)
+    assert late.reason == "late_span" and "timeout_s" in late.detail
+    second.crash()
+
+
+def test_flush_on_stop_hands_every_open_trace_out(
+    tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
+) -> None:
+    """``traces.flush_on_stop`` (a state file that does not outlive the process): the stop
+    hands open traces out as they are (``flushed``) and leaves nothing to restore."""
+    clocks = Clocks()
+    (a, a_kids, a_root), _, _ = traces
+    first = Process(tmp_path, clocks, flush_on_stop=True)
+    first.ingest.receive(a_kids)
+    first.stop()
+    assert first.metric("goldwatch_traces_assembled_total", why="flushed") == 1
+    assert [e.event_id for e in first.capture.events] == [a]
+    second = Process(tmp_path, clocks, flush_on_stop=True)
+    assert second.pending() == [] and len(second.ingest.assembler) == 0
+    (late,) = second.ingest.receive(a_root)
+    assert late.reason == "late_span"
+    second.crash()
 
 
 def test_a_trace_handed_out_but_not_checkpointed_is_built_again_once(
