@@ -687,6 +687,11 @@ priority's ``1 + gap``, as topic and language gaps below ``min_gap`` always did)
 export's order and the report's ``top`` move. 20k: 5,000 held, by_reason
 answered_out_of_scope 4,284 → 4,286, refused 611 → 610 (the eviction at the 5,000 cap follows
 the moved priorities); the suggestions' digest re-pinned.
+All three rewritten in the thirty-ninth session (s39-small2; trial 24 LOW 7: ``/v1/quality``
+``coverage.rows`` read 50 with 53 gold rows loaded — it counts the rows *measured*) for one
+added key and nothing else (checked key by key against the former files):
+``quality.coverage.gold_rows``, the size of the gold set in use (demo 59, production and 20k
+477); ``coverage.rows`` keeps its name and value for API clients.
 """
 
 from __future__ import annotations
