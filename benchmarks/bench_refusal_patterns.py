@@ -27,6 +27,13 @@ GENERATION_FAILURE`, the thirty-eighth session): what it adds and what it costs.
   real German, Spanish or French assistant replies (NoMIRACL's copy has en and hi only), so
   no recall on real replies is claimed for those languages.
 
+* **Scope refusals** (trial 24: "Sorry, I can only answer questions about the news." and
+  "That is not covered by the news articles I have." counted as answers):
+  :data:`~service.refusals.detector.SCOPE_REFUSALS` on and off — NoMIRACL's precision and
+  recall, every text above and NQ-open's and SQuAD 2.0's questions flagged (real text that
+  is no refusal: each newly flagged one a false positive), and :data:`SCOPE_EXAMPLES`
+  (the trial's two replies first, then written examples) counted.
+
 Run: ``python -m benchmarks.bench_refusal_patterns`` (``GOLDWATCH_SHARED_DATA`` for the data;
 a few seconds).
 """
@@ -42,7 +49,12 @@ from pathlib import Path
 
 from benchmarks.datasets import SHARED_DATA
 from benchmarks.drift_streams import nomiracl_label
-from service.refusals.detector import DEFAULT_PATTERNS, GENERATION_FAILURE, RefusalDetector
+from service.refusals.detector import (
+    DEFAULT_PATTERNS,
+    GENERATION_FAILURE,
+    SCOPE_REFUSALS,
+    RefusalDetector,
+)
 
 #: Failure texts of serving stacks, as a RAG service that passes a failed request's error
 #: on as its answer shows them (the reviewers' three first).
@@ -143,6 +155,62 @@ WRITTEN_REFUSALS: dict[str, tuple[str, ...]] = {
         "Aucune réponse trouvée.",
     ),
 }
+
+
+#: English scope refusals: trial 24's two off-topic replies (its ``rag_app.py``), then
+#: written examples of the same forms (not measured replies).
+SCOPE_EXAMPLES: tuple[str, ...] = (
+    "Sorry, I can only answer questions about the news.",
+    "That is not covered by the news articles I have.",
+    "I can only help with questions about our products and services.",
+    "I'm only able to answer questions related to the course catalogue.",
+    "I can only answer HR-related questions.",
+    "Sorry, I can only assist with queries about your account.",
+    "That isn't covered in the documents I have access to.",
+    "This topic is not covered by the sources I have.",
+)
+
+
+def questions(root: Path) -> dict[str, list[str]]:
+    """NQ-open's and SQuAD 2.0's (sample 500) questions, distinct: real questions, no
+    refusal."""
+    nq = root / "nq-open" / "NQ-open.dev.jsonl"
+    squad = root / "squad2-dev-sample500" / "queries.json"
+    found = {
+        "NQ-open questions": [json.loads(line)["question"]
+                              for line in nq.read_text(encoding="utf-8").splitlines()],
+        "SQuAD 2.0 questions": [q["question"] for q in
+                                json.loads(squad.read_text(encoding="utf-8"))["queries"]],
+    }  # fmt: skip
+    return {k: list(dict.fromkeys(t for t in v if t.strip())) for k, v in found.items()}
+
+
+def scope_section(root: Path, after: RefusalDetector) -> None:
+    """Print what :data:`SCOPE_REFUSALS` add (the module docstring's last item)."""
+    before = RefusalDetector([p for p in DEFAULT_PATTERNS if p not in SCOPE_REFUSALS])
+    print("Scope refusals (SCOPE_REFUSALS off -> on):")
+    for lang in ("en", "hi"):
+        labelled, _ = nomiracl(root, lang)
+        texts, truth = [t for t, _ in labelled], [label for _, label in labelled]
+        figures = [precision_recall(d.is_refusal_many(texts), truth) for d in (before, after)]
+        print(f"  NoMIRACL {lang}: precision {figures[0][0]:.4f} -> {figures[1][0]:.4f}, "
+              f"recall {figures[0][1]:.4f} -> {figures[1][1]:.4f}")  # fmt: skip
+    sources = {**other_texts(root), **questions(root),
+               **{f"XQuAD {k}": v for k, v in xquad_texts(root).items()}}  # fmt: skip
+    total = [0, 0, 0]
+    for source, texts in sources.items():
+        old, new = _flagged(before, texts), _flagged(after, texts)
+        added = sorted(set(new) - set(old))
+        total = [total[0] + len(texts), total[1] + len(old), total[2] + len(new)]
+        print(f"  {source}: {len(texts)} texts, flagged {len(old)} -> {len(new)}"
+              + (f": {added[:5]}" if added else ""))  # fmt: skip
+    print(f"  all {total[0]} texts: flagged {total[1]} -> {total[2]}")
+    for name, examples in (("trial 24's replies", SCOPE_EXAMPLES[:2]),
+                           ("written examples", SCOPE_EXAMPLES[2:])):  # fmt: skip
+        counted = [sum(d.is_refusal(t) for t in examples) for d in (before, after)]
+        missed = [t for t in examples if not after.is_refusal(t)]
+        print(f"  {name} ({len(examples)}): counted {counted[0]} -> {counted[1]}"
+              + (f"; not: {missed}" if missed else ""))  # fmt: skip
 
 
 def xquad_texts(root: Path) -> dict[str, list[str]]:
@@ -264,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         missed = [t for t in FAILURES if not detector.is_refusal(t)]
         print(f"  {name} the failure pattern: {len(FAILURES) - len(missed)} of {len(FAILURES)}"
               + (f"; not: {missed}" if name == "with" and missed else ""))  # fmt: skip
+    scope_section(args.data, after)
 
 
 if __name__ == "__main__":

@@ -313,8 +313,10 @@ class QualityReport(TypedDict):
     ``since``: the first event
     they count, over every gold-set version); ``coverage``: what ``known`` and ``refusals``
     cover — ``gold_set_version``, ``since`` (first event counted), ``rows`` (gold rows
-    measured) and ``changes`` (each gold-set change: measurements of unchanged rows carried
-    over, of changed or removed rows dropped); ``review``: scrubbed rows."""
+    *measured*: with a known question counted since; the name is kept for clients, it is not
+    the gold set's size), ``gold_rows`` (rows in the gold set in use: trial 24 read ``rows``
+    50 with 53 rows loaded) and ``changes`` (each gold-set change: measurements of unchanged
+    rows carried over, of changed or removed rows dropped); ``review``: scrubbed rows."""
 
     k: int
     threshold: float | None

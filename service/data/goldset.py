@@ -389,6 +389,16 @@ def _file_key(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def gold_file_key(path: Path | str) -> tuple[int, ...]:
+    """The file's identity, size and mtime as :class:`GoldFileCheck` compares them (device,
+    inode, bytes, mtime in ns; ``(-1, errno)`` when it cannot be ``stat``-ed): a changed key
+    means the file may have changed (an edit, a replacement, an append). One ``stat``."""
+    try:
+        return _file_key(os.stat(path))
+    except OSError as exc:
+        return (-1, exc.errno or 0)
+
+
 class GoldFileCheck:
     """Whether a gold-set file loads whole (:func:`gold_file_problem`), the one answer that
     readiness (``/readyz``, ``/v1/status``) and the accept path (:mod:`service.harvest.labelling`)
@@ -411,10 +421,7 @@ class GoldFileCheck:
     def problem(self) -> str | None:
         """:func:`gold_file_problem` of the file as it is now (cached by identity, size and
         mtime); a new problem is logged once, as an error."""
-        try:
-            key = _file_key(os.stat(self.path))
-        except OSError as exc:
-            key = (-1, exc.errno or 0)
+        key = gold_file_key(self.path)
         with self._lock:
             if self._checked is not None and self._checked[0] == key:
                 return self._checked[1]

@@ -604,7 +604,9 @@ class LiveQualityStage:
         when unchanged); ``coverage`` says what they cover:
         ``{"gold_set_version", "since": ISO 8601 time of the earliest event they count
         (None: none, or unknown when ``rows`` is None), "rows": gold rows with a measurement
-        (None: unknown, a version-1 state's figures are kept), "changes": [{"from", "to",
+        (None: unknown, a version-1 state's figures are kept; the name kept for API clients:
+        rows *measured*, not the gold set's size), "gold_rows": rows in the gold set in use
+        (None without one), "changes": [{"from", "to",
         "reason", "drops": "changed rows" | "scores" (k: recall, hit, RR) | "all"
         (threshold), "at": ISO time of the last event before the change (None: none yet, or
         unknown when ``after_events`` is None), "after_events": events seen before it (since
@@ -654,6 +656,7 @@ class LiveQualityStage:
                     "gold_set_version": _gold_version(self.index),
                     "since": since.isoformat() if since is not None else None,
                     "rows": None if legacy else len(measured),
+                    "gold_rows": len(self.index.gold) if self.index is not None else None,
                     "changes": [dict(change) for change in self._changes],
                 },
                 "acl": {

@@ -15,8 +15,9 @@ Three sources of truth, in this order of precedence:
    couldn't find anything about this", not "I couldn't find the exact date, but …"),
    "outside what I can help with", and in English a reply naming its own sources as lacking
    the answer ("not covered by our material", "the provided documents do not mention",
-   "outside the scope of the documents"; not "not covered by the policy"). ``extra_patterns``
-   adds more.
+   "outside the scope of the documents"; not "not covered by the policy"), and English scope
+   refusals (:data:`SCOPE_REFUSALS`: "I can only answer questions about the news", "not
+   covered by the news articles I have"). ``extra_patterns`` adds more.
 
 Why the model decides when present: the user's examples encode their own system's phrasing and
 its false friends ("No late fee is charged" is an answer), which generic patterns can't know.
@@ -48,6 +49,13 @@ flag none of XQuAD's German (3,685) and Spanish (3,522) sentences, questions and
 (nor any other XQuAD language's: ru 1 and th 1 flagged before and after); on the trial's
 log, against its ground truth, 655 refusals counted of 655 (557 before), German 13.5 % by
 the detected language (6.7 % before; 13.7 % by the true one).
+Trial 24 (an assistant's off-topic replies "Sorry, I can only answer questions about the
+news." and "That is not covered by the news articles I have." counted as answers: 857
+refusals counted of 993) added :data:`SCOPE_REFUSALS`. Measured
+(``benchmarks.bench_refusal_patterns``): no NoMIRACL figure moved; of 91,596 texts of the
+shared data that are no refusal (NQ-open, SQuAD 2.0, MultiHop-RAG, every XQuAD language,
+BANKING77, CLINC150) the patterns flag 249 before and after (none newly); on the trial's log,
+993 refusals counted of 993, and against its flag 528 of 528 (375 before).
 Precision and recall on real replies exist for English only (NoMIRACL's replies, to Hindi
 questions too, are mostly English): the shared data hold no German, Spanish or French
 assistant replies, so :data:`_PATTERNS_CAVEAT` says "not measured" for every other language.
@@ -117,6 +125,27 @@ GENERATION_FAILURE = (
     r"[^\w\n]*$"
 )
 
+#: English scope refusals (trial 24: an off-topic question answered "Sorry, I can only answer
+#: questions about the news." or "That is not covered by the news articles I have.", both
+#: counted as answers): the first person limited to a kind of question ("I can only help with
+#: questions about …", "I'm only able to answer queries on …"; not "I can only answer for
+#: myself", "we can only answer questions about it in court": no question named, or no first
+#: person singular), and the reply's own sources, in the first person, named as lacking the
+#: answer ("not covered by the documents I have"; not "not covered by the articles of the
+#: treaty", "not mentioned in the reports": no "I have"). Part of :data:`DEFAULT_PATTERNS`;
+#: named so ``benchmarks.bench_refusal_patterns`` measures what they add.
+SCOPE_REFUSALS: tuple[str, ...] = (
+    r"\bi(?: can|(?: am|'m|m) able to)? only (?:answer|help(?: you)? with|respond to"
+    r"|assist(?: you)? with|take|handle|discuss) (?:[\w-]+ ){0,3}?(?:questions?|queries"
+    r"|topics?|inquiries|requests)\b",
+    r"\bi(?: am|'m|m) only able to (?:answer|help(?: you)? with|respond to|assist(?: you)? with"
+    r"|discuss) (?:[\w-]+ ){0,3}?(?:questions?|queries|topics?|inquiries|requests)\b",
+    r"(?:\bnot|n't) (?:covered|addressed|discussed|included|mentioned|found|reported) (?:by|in) "
+    r"(?:the |my |any of the )?(?:[\w-]+ ){0,2}?(?:articles?|documents?|sources?|materials?"
+    r"|texts?|passages?|documentation|stories|reports|news|data) (?:that )?(?:i|we) (?:have"
+    r"|had|was given|were given|can access|have access to|can see)\b",
+)
+
 #: Default refusal patterns (regular expressions over NFKC-casefolded text).
 DEFAULT_PATTERNS: tuple[str, ...] = (
     # English
@@ -168,6 +197,7 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"(?:anything|any (?:relevant )?(?:information|details|documents?|sources?|answer)|an "
     r"answer|information (?:on|about)|(?:that|this) (?:in|anywhere))\b",
     r"\b(?:outside|beyond) (?:of )?(?:what i can (?:help|answer)|my (?:scope|knowledge))\b",
+    *SCOPE_REFUSALS,
     # Hindi, Devanagari
     r"जानकारी (?:नहीं|उपलब्ध नहीं)",
     r"(?:पता|मालूम) नहीं",

@@ -31,7 +31,7 @@ from consumers.loop import make_decoder, run
 from service import __version__
 from service.coverage import document_counts
 from service.data.corpus import DataFileError, load_corpus
-from service.data.goldset import GoldFileCheck, load_gold_set
+from service.data.goldset import GoldFileCheck, gold_file_key, load_gold_set
 from service.errors import GoldwatchError, describe_error
 from service.evaluation.detector_quality import quality_gauges
 from service.harvest.signals import DOCUMENT
@@ -167,6 +167,13 @@ class Runtime:
         self.trace_metrics = build_trace_metrics(self.registry)  # /v1/traces, OTLP topics
         self.gold_refresh_metrics = build_gold_refresh_metrics(self.registry)
         settings.state.path.parent.mkdir(parents=True, exist_ok=True)
+        #: The gold-set file's :func:`~service.data.goldset.gold_file_key` when the gold set
+        #: in use was last read (here, before the start loads it; then by each refresh, as
+        #: it starts reading): the poll (:meth:`_check_gold_file`) reloads the file when its
+        #: key moves from this one (trial 24: a hand edit was served only after a restart).
+        self._gold_read_key = gold_file_key(settings.gold_set) if settings.gold_set else None
+        #: The key the previous :meth:`_reload_if_changed` saw (a change is read once stable).
+        self._gold_seen_key = self._gold_read_key
         self.state = StateStore.open(settings.state.path, exclusive=True)
         self._native_threads: AbstractContextManager[Any] = nullcontext()
         try:  # a start that fails releases the state file (and its writer's lock)
@@ -334,15 +341,46 @@ class Runtime:
         """Check the gold-set file (:meth:`GoldFileCheck.problem`: a ``stat``, a parse only
         when it changed) now and every :data:`GOLD_CHECK_S` until stopped, off the HTTP
         event loop, so ``goldwatch_gold_refresh_failing`` (which reads the remembered answer)
-        follows a file broken by hand without a probe or an accept asking first."""
+        follows a file broken by hand without a probe or an accept asking first; and reload
+        a file changed since the gold set in use was read (:meth:`_reload_if_changed`)."""
         check = self.gold_check
         while check is not None:
             try:
-                check.problem()
+                if check.problem() is None:
+                    self._reload_if_changed()
             except Exception:  # noqa: BLE001 - a check that fails is logged, retried
                 log.exception("checking the gold-set file failed")
             if self.stop_event.wait(GOLD_CHECK_S):
                 return
+
+    def _reload_if_changed(self) -> bool:
+        """Start a gold-set refresh (:meth:`request_gold_refresh`, the one an accept starts)
+        when the file's key (:func:`~service.data.goldset.gold_file_key`) differs from the
+        one it had when the gold set in use was read, was the same at the previous call
+        (unchanged for one check: an accept's own refresh, requested just after its append,
+        is not doubled, and a file still being written is read once it is still), and no
+        refresh is pending (a pending one reads the file anyway; if it read it before this
+        change, a later call sees the key still differ). Trial 24: a file edited by hand
+        while serve ran stayed unserved (``/v1/quality`` reported the old
+        ``gold_set_version``) until a restart. The caller has found the file loading whole
+        (a broken file keeps the old set: its problem is ``gold_file_error`` and
+        ``goldwatch_gold_refresh_failing``, as before, and it is read once it loads again);
+        a refresh that then fails (e.g. the topic labels' rule) keeps the old set, says so
+        in ``gold_refresh_error``, and is not retried until the file changes again.
+        Returns whether a refresh was started."""
+        path = self.settings.gold_set
+        if path is None:
+            return False
+        key = gold_file_key(path)
+        seen, self._gold_seen_key = self._gold_seen_key, key
+        if key == self._gold_read_key or key != seen:
+            return False
+        with self._refresh_counter_lock:
+            if self._refresh_requested > self._refresh_covered:
+                return False  # a refresh is queued or running
+        log.info("the gold-set file %s changed since it was read: reloading it", path)
+        self.request_gold_refresh()
+        return True
 
     def _idle_turns(self) -> None:
         """With no consumer thread (events only over HTTP), the stages' idle turn
@@ -556,9 +594,14 @@ class Runtime:
         return report
 
     def gold_accepted(self, question: Any) -> None:
-        """A suggestion was accepted into the gold-set file: reload the gold set, refit the
-        topic model, recompute the gold languages/topics and the known-question index, then
-        swap them in under the pipeline lock (a background thread: the fit takes a while).
+        """A suggestion was accepted into the gold-set file: :meth:`request_gold_refresh`."""
+        self.request_gold_refresh()
+
+    def request_gold_refresh(self) -> None:
+        """Reload the gold set, refit the topic model, recompute the gold languages/topics
+        and the known-question index, then swap them in under the pipeline lock (a
+        background thread: the fit takes a while). An accept asks for it, and so does the
+        poll when the file changed on disk (:meth:`_reload_if_changed`).
 
         Refreshes are serialised and coalesced: a refresh that starts after several accepts
         reads the file once for all of them, and the outcome (new references or
@@ -594,6 +637,7 @@ class Runtime:
         path = self.settings.gold_set
         if path is None:
             return
+        self._gold_read_key = gold_file_key(path)  # before the read: a later change is seen
         try:
             gold = load_gold_set(path)
             model, counts, detector = gold_references(

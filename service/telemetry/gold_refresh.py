@@ -1,6 +1,7 @@
-"""Metrics of the gold-set refresh: after an accepted suggestion, ``serve`` reloads the
-gold-set file and refits what depends on it in the background
-(:meth:`service.runtime.process.Runtime.gold_accepted`); a refresh that fails keeps the old
+"""Metrics of the gold-set refresh: after an accepted suggestion, and when the file changed
+on disk (an edit by hand, seen by the background check), ``serve`` reloads the gold-set file
+and refits what depends on it in the background
+(:meth:`service.runtime.process.Runtime.request_gold_refresh`); a refresh that fails keeps the old
 gold set in use, so the accepted question is not gold yet and the next start may refuse the
 file. Built by every ``serve`` (:class:`~service.runtime.process.Runtime`).
 
@@ -94,8 +95,9 @@ def build_gold_refresh_metrics(registry: CollectorRegistry) -> GoldRefreshMetric
     """
     refreshes = Counter(
         _name("gold_refreshes"),
-        "Gold-set refreshes after accepted suggestions, by outcome (failed: the old gold set "
-        "stays in use; GET /v1/status gold_refresh_error says why).",
+        "Gold-set refreshes after accepted suggestions or a change of the file on disk, by "
+        "outcome (failed: the old gold set stays in use; GET /v1/status gold_refresh_error "
+        "says why).",
         ["outcome"],
         registry=registry,
     )

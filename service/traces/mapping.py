@@ -27,8 +27,10 @@ OpenLLMetry ``semconv_ai``):
   ``[{id, score}]``) on the span -> the same attribute on its events (any event name; in
   event order) -> OpenLLMetry ``db.query.result`` span events (rank = event order).
   Documents carried but not read (not a list of objects, an item without an id, a metadata
-  id or content, an event named ``gen_ai.retrieval.documents`` without that attribute) are
-  named in :attr:`TraceEvent.dropped`, which the engine counts as ``fields_dropped``. A
+  id or content, an event named ``gen_ai.retrieval.documents`` without that attribute), and
+  a score sent that is not a finite number (a string, ``"12.3"`` included: the data
+  contract's score is a number; the passage is kept without it), are named in
+  :attr:`TraceEvent.dropped`, which the engine counts as ``fields_dropped``. A
   RERANKER span's ``reranker.output_documents`` replaces the list (final order). Several
   retriever spans: :attr:`TraceMapping.retriever_policy`. A passage without an id takes the
   first :attr:`TraceMapping.passage_id_metadata_keys` key of its metadata, else the corpus id
@@ -152,7 +154,9 @@ class TraceEvent:
             ``("retrieval.results", "wrong_type")`` (documents not a list of objects),
             ``("retrieval.results", "missing_field")`` (a document without an id, a metadata
             id or content; an event named ``gen_ai.retrieval.documents`` without that
-            attribute) and ``("answer.text", "missing_field")`` (the root's ``output.value``
+            attribute), ``("retrieval.results", "wrong_type" | "invalid_value")`` also for a
+            score that is not a number or not finite (the passage kept without it), and
+            ``("answer.text", "missing_field")`` (the root's ``output.value``
             a JSON object with none of :attr:`TraceMapping.answer_json_keys`, and no other
             answer text). The engine counts them (``fields_dropped``) when the event is kept.
     """
@@ -699,26 +703,48 @@ def _passage_id(
     return pid
 
 
-def _score(value: Any) -> float | None:
+def _score(value: Any) -> tuple[float | None, str | None]:
+    """A document's score and, when one was sent but cannot be used, why (a drop reason).
+
+    Returns:
+        ``(score, None)`` for a finite number; ``(None, None)`` when there is none (absent or
+        null: LangChain writes none); ``(None, "wrong_type")`` for any other type: a string,
+        ``"12.3"`` as much as ``"high"`` (the data contract's score is a number, as the JSON
+        event path reads it, and the GenAI documents schema's ``score: number``), a boolean,
+        an array; ``(None, "invalid_value")`` for NaN, an infinity or an integer too large
+        for a float. The passage is kept without its score and the event counts
+        ``retrieval.results`` with that reason (``fields_dropped``).
+    """
+    if value is None:
+        return None, None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    score = float(value)
-    return score if score == score and abs(score) != float("inf") else None
+        return None, "wrong_type"
+    try:
+        score = float(value)
+    except OverflowError:  # an integer past 1.8e308, e.g. from a JSON string of documents
+        return None, "invalid_value"
+    if score == score and abs(score) != float("inf"):
+        return score, None
+    return None, "invalid_value"
 
 
 def _documents(
     attrs: Mapping[str, Any], prefix: str, pid: Callable[..., str | None]
 ) -> tuple[list[Hit], str | None]:
-    """OpenInference's flattened documents under ``prefix``, and ``missing_field`` when one
-    has neither an id, a metadata id nor content (``None``: every one read)."""
+    """OpenInference's flattened documents under ``prefix``, and why one was not read whole,
+    the first problem in rank order: ``missing_field`` (neither an id, a metadata id nor
+    content: the document is left out) or a score's reason (:func:`_score`: the document is
+    kept without it); ``None``: every one read."""
     hits: list[Hit] = []
     unread = None
     for doc in _indexed(attrs, prefix, "document."):
         passage = pid(doc.get("id"), doc.get("metadata"), doc.get("content"))
         if passage is None:
-            unread = "missing_field"
+            unread = unread or "missing_field"
             continue
-        hits.append((passage, _score(doc.get("score"))))
+        score, bad = _score(doc.get("score"))
+        hits.append((passage, score))
+        unread = unread or bad
     return hits, unread
 
 
@@ -726,7 +752,9 @@ def _genai_documents(value: Any, pid: Callable[..., str | None]) -> tuple[list[H
     """A ``gen_ai.retrieval.documents`` value (a list of ``{id, score}`` objects, structured
     or as a JSON string) as hits in list order, and why some were not read: ``wrong_type``
     (not a list, not JSON, an item not an object) or ``missing_field`` (an object without
-    an id, a metadata id or content); ``None`` when every one was read."""
+    an id, a metadata id or content), or a score's reason (:func:`_score`: the document is
+    kept without its score); the first problem in list order; ``None`` when every one was
+    read."""
     documents = _loads(value)
     if not isinstance(documents, list):
         return [], "wrong_type"
@@ -740,7 +768,9 @@ def _genai_documents(value: Any, pid: Callable[..., str | None]) -> tuple[list[H
         if passage is None:
             unread = unread or "missing_field"
             continue
-        hits.append((passage, _score(doc.get("score"))))
+        score, bad = _score(doc.get("score"))
+        hits.append((passage, score))
+        unread = unread or bad
     return hits, unread
 
 
@@ -785,7 +815,9 @@ def _hits(span: Span, pid: Callable[..., str | None]) -> tuple[list[Hit], str | 
             if passage is None:
                 lost = lost or "missing_field"
                 continue
-            hits.append((passage, _score(a.get("db.query.result.score"))))
+            score, bad = _score(a.get("db.query.result.score"))
+            hits.append((passage, score))
+            lost = lost or bad
     return hits, (lost if hits else first or lost)
 
 

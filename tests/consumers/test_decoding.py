@@ -169,6 +169,12 @@ def dropped(obj: object, mapping: FieldMapping = MAPPING) -> tuple[QueryLogEvent
          "wrong_type"),
         ({"retrieval": {"results": [{"id": "a"}, {"score": 1}]}}, "retrieval.results",
          "missing_field"),
+        # trial 24 (LOW 6): a string score, a numeric one included (the contract's score is
+        # a number); the trace path counts the same field and reason (tests/service/traces)
+        ({"retrieval": {"results": [{"id": "p", "score": "high"}]}}, "retrieval.results",
+         "wrong_type"),
+        ({"retrieval": {"results": [{"id": "p", "score": "12.3"}]}}, "retrieval.results",
+         "wrong_type"),
         ({"retrieval": {"latency_ms": -1}}, "retrieval.latency_ms", "invalid_value"),
         ({"retrieval": {"results": [{"id": "p", "rank": 0}]}}, "retrieval.results",
          "invalid_value"),

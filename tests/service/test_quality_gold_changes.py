@@ -58,7 +58,10 @@ def test_appended_row_keeps_every_measurement_in_the_service_reload() -> None:
     }
     assert after["refusals"] == before["refusals"]
     assert after["gold_set_version"] == APPENDED.version
+    # rows: the gold rows measured (3), not the gold set's size: gold_rows (trial 24)
+    assert len(APPENDED) == 5
     assert after["coverage"] == {"gold_set_version": APPENDED.version, "since": FIRST, "rows": 3,
+                                 "gold_rows": 5,
                                  "changes": [change(APPENDED, (3, 3), (0, 0))]}  # fmt: skip
     # the appended row is a new known question: counted on top of the carried-over ones
     run(stage, [event(6, HOSTEL, ["p-6"])])

@@ -25,6 +25,7 @@ from service.events import QueryLogEvent
 from service.pipeline import Pipeline, Stage
 from service.refusals.detector import (
     GENERATION_FAILURE,
+    SCOPE_REFUSALS,
     RefusalDetector,
     RefusalModel,
     refusal_rate_method,
@@ -136,6 +137,15 @@ MISSED_REFUSALS = (
     "Los documentos proporcionados no contienen esa información.",
     "Cette information ne figure pas dans notre documentation.",
     "Je n'ai rien trouvé à ce sujet.",
+    # trial 24: an assistant's two replies to off-topic questions (136 of 993 refusals were
+    # counted as answers), then the same scope refusals worded otherwise
+    "Sorry, I can only answer questions about the news.",
+    "That is not covered by the news articles I have.",
+    "I can only help with questions about our products and services.",
+    "I'm only able to answer questions related to the course catalogue.",
+    "I can only answer HR-related questions.",
+    "Sorry, I can only assist with queries about your account.",
+    "That isn't covered in the documents I have access to.",
 )
 #: Real answers that contain "sorry", "could not find", "नहीं पता" or a third person's
 #: "did not find": none is a refusal.
@@ -171,6 +181,13 @@ NOT_REFUSALS = (
     "Laut unserer Dokumentation: 1885.",
     "Los documentos de la época no mencionan su nombre.",
     "No hay cargo por cancelación.",
+    # "only answer", "not covered by the articles" without a question named, the first person
+    # singular or "I have" (trial 24's patterns must not take these)
+    "I can only answer for myself: the others left at noon.",
+    "We can only answer questions about it in court, the minister said.",
+    "The right is not covered by the articles of the treaty.",
+    "The merger was not mentioned in the reports until 2019.",
+    "I can only recommend the 9:40 train; it arrives at noon.",
 )
 
 
@@ -377,6 +394,42 @@ def test_no_spanish_sentence_of_xquad_is_a_refusal(shared_data: Path) -> None:
     assert len(distinct) == 3522
     flagged = [s for s, r in zip(distinct, RefusalDetector().is_refusal_many(distinct),
                                  strict=True) if r]  # fmt: skip
+    assert flagged == []
+
+
+def test_scope_refusal_patterns_flag_no_english_text_of_the_shared_data(
+    shared_data: Path,
+) -> None:
+    """Trial 24's scope refusals (:data:`SCOPE_REFUSALS`: "I can only answer questions about
+    …", "not covered by the … articles I have") match none of 15,974 distinct texts of the
+    shared data that are no refusal: XQuAD's English sentences, questions and answers, SQuAD
+    2.0's sample (context sentences, questions, answers), NQ-open's questions and answers,
+    MultiHop-RAG's answers and evidence (``benchmarks.bench_refusal_patterns`` gives the same
+    with every pattern: 249 of 91,596 texts flagged before and after, BANKING77's and
+    CLINC150's first-person questions mostly; NoMIRACL's figures unchanged)."""
+    texts: list[str] = []
+    xquad = json.loads((shared_data / "xquad" / "xquad.en.json").read_text(encoding="utf-8"))
+    for article in xquad["data"]:
+        for paragraph in article["paragraphs"]:
+            texts += re.split(r"(?<=[.!?])\s+", paragraph["context"])
+            for qa in paragraph["qas"]:
+                texts += [qa["question"], *(a["text"] for a in qa["answers"])]
+    squad = shared_data / "squad2-dev-sample500"
+    for query in json.loads((squad / "queries.json").read_text(encoding="utf-8"))["queries"]:
+        texts += [query["question"], *re.split(r"(?<=[.!?])\s+", query["context"])]
+    truth = json.loads((squad / "ground_truth.json").read_text(encoding="utf-8"))
+    texts += [answer for row in truth.values() for answer in row["answers"]]
+    for line in (shared_data / "nq-open" / "NQ-open.dev.jsonl").open(encoding="utf-8"):
+        row = json.loads(line)
+        texts += [row["question"], *row["answer"]]
+    hop = json.loads((shared_data / "multihop-rag-sample500" / "ground_truth.json")
+                     .read_text(encoding="utf-8"))  # fmt: skip
+    texts += [row["answer"] for row in hop.values()]
+    texts += [fact["fact"] for row in hop.values() for fact in row["evidence_list"]]
+    distinct = list(dict.fromkeys(t for t in texts if t.strip()))
+    assert len(distinct) == 15_974
+    scope = RefusalDetector(SCOPE_REFUSALS, answer_items=())
+    flagged = [t for t, r in zip(distinct, scope.is_refusal_many(distinct), strict=True) if r]
     assert flagged == []
 
 

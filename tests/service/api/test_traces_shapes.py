@@ -161,6 +161,40 @@ def test_genai_documents_on_an_event_are_read_and_unreadable_ones_counted(
             'reason="missing_field"} 2.0') in metrics  # fmt: skip
 
 
+def test_a_string_score_is_counted_over_http(server: Server) -> None:
+    """Trial 24 (LOW 6, its ``bad_otlp.sh`` case): an OpenInference retriever span whose
+    ``retrieval.documents.0.document.score`` is the string ``"high"`` (or ``"12.3"``) gave
+    an event with ``fields_dropped`` still ``{}``. Now the passage is kept without a score
+    and ``retrieval.results: wrong_type`` is counted, on /v1/status and /metrics."""
+    provider, tracer = _provider(_exporter(server))
+    ids = []
+    for score in ("high", "12.3", 12.3):
+        with tracer.start_as_current_span("rag", start_time=_at(0), end_on_exit=False) as root:
+            root.set_attributes({"openinference.span.kind": "CHAIN",
+                                 "input.value": f"{score}: {QUESTION}"})  # fmt: skip
+            with tracer.start_as_current_span("ret", start_time=_at(1),
+                                              end_on_exit=False) as ret:  # fmt: skip
+                ret.set_attributes({"openinference.span.kind": "RETRIEVER",
+                                    "retrieval.documents.0.document.id": "p-0001",
+                                    "retrieval.documents.0.document.score": score})  # fmt: skip
+                ret.end(end_time=_at(2))
+            root.end(end_time=_at(5))
+            ids.append(format(root.get_span_context().trace_id, "032x"))
+    provider.shutdown()
+    events = {e.event_id: e.retrieval for e in server.wait_for(3)}
+    assert [events[i].results if events[i] else None for i in ids] == [
+        (RetrievedPassage(id="p-0001", score=None, rank=1),),
+        (RetrievedPassage(id="p-0001", score=None, rank=1),),
+        (RetrievedPassage(id="p-0001", score=12.3, rank=1),),
+    ]
+    _wait_until(server, lambda totals: totals["processed"] >= 3)
+    status = httpx.get(server.base + "/v1/status").json()
+    assert status["totals"]["fields_dropped"] == {"retrieval.results: wrong_type": 2}
+    metrics = httpx.get(server.base + "/metrics").text
+    assert ('goldwatch_event_fields_dropped_total{field="retrieval.results",'
+            'reason="wrong_type"} 2.0') in metrics  # fmt: skip
+
+
 def test_a_json_body_without_resource_spans_is_an_empty_request_with_a_warning(
     server: Server,
 ) -> None:

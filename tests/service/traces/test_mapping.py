@@ -565,3 +565,64 @@ def test_json_objects_without_a_mime_type_are_read_for_answer_and_rewritten_quer
     built = trace_to_event(unkeyed, TraceMapping())
     assert built.event.answer is None  # not its text: counted as a dropped field
     assert built.dropped == (("answer.text", "missing_field"),)
+
+
+def test_a_score_of_the_wrong_type_keeps_the_passage_and_is_counted() -> None:
+    """Trial 24 (LOW 6): ``retrieval.documents.0.document.score`` sent as the string
+    ``"high"`` became no score without a count. A string is no score, ``"12.3"`` included
+    (the data contract's score is a number, as the JSON event path reads it): the passage
+    is kept at its rank without a score and ``retrieval.results: wrong_type`` is counted; NaN
+    is ``invalid_value``; a score left out (LangChain writes none) is no problem."""
+
+    def retrieved(**docs: Any) -> tuple[tuple[RetrievedPassage, ...], tuple[tuple[str, str], ...]]:
+        spans = [span("q", "1", None, 0, 9, openinference__span__kind="CHAIN",
+                      input__value="What did TechCrunch report about OpenAI?"),
+                 span("r", "2", "1", 1, 2, openinference__span__kind="RETRIEVER",
+                      **{f"retrieval.documents.{k}": v for k, v in docs.items()})]  # fmt: skip
+        built = trace_to_event(spans, TraceMapping())
+        assert built.event.retrieval is not None
+        return built.event.retrieval.results, built.dropped
+
+    p1 = RetrievedPassage(id="p-0001", score=None, rank=1)
+    p2 = RetrievedPassage(id="p-0002", score=2.5, rank=2)
+    cases = (("high", "wrong_type"), ("12.3", "wrong_type"), (True, "wrong_type"),
+             (float("nan"), "invalid_value"), (float("inf"), "invalid_value"))  # fmt: skip
+    for bad, reason in cases:
+        docs = {"0.document.id": "p-0001", "0.document.score": bad,
+                "1.document.id": "p-0002", "1.document.score": 2.5}  # fmt: skip
+        results, dropped = retrieved(**docs)
+        assert (results, dropped) == ((p1, p2), (("retrieval.results", reason),)), bad
+    results, dropped = retrieved(**{"0.document.id": "p-0001", "1.document.id": "p-0002",
+                                    "1.document.score": 2.5})  # fmt: skip
+    assert (results, dropped) == ((p1, p2), ())
+    # a document without an id before a bad score: the first problem in rank order
+    results, dropped = retrieved(**{"0.document.score": 1.0, "1.document.id": "p-0002",
+                                    "1.document.score": "high"})  # fmt: skip
+    assert dropped == (("retrieval.results", "missing_field"),)
+
+
+def test_a_bad_score_in_genai_documents_and_db_query_results_is_counted() -> None:
+    """The same rule on the other two shapes: ``gen_ai.retrieval.documents`` (a JSON string,
+    where a number too large for a float is ``invalid_value``) and OpenLLMetry's
+    ``db.query.result`` events."""
+    root = span("q", "1", None, 0, 9, openinference__span__kind="CHAIN",
+                input__value="What did TechCrunch report about OpenAI?")  # fmt: skip
+    for score, reason in (('"12.3"', "wrong_type"), ("1" + "0" * 400, "invalid_value")):
+        documents = f'[{{"id": "p-0001", "score": {score}}}, {{"id": "p-0002", "score": 2.5}}]'
+        genai = span("r", "2", "1", 1, 2, gen_ai__operation__name="retrieval",
+                     gen_ai__retrieval__documents=documents)  # fmt: skip
+        built = trace_to_event([root, genai], TraceMapping())
+        assert built.event.retrieval is not None
+        assert [(p.id, p.score) for p in built.event.retrieval.results] == [
+            ("p-0001", None), ("p-0002", 2.5)]  # fmt: skip
+        assert built.dropped == (("retrieval.results", reason),)
+    results = tuple(
+        SpanEvent("db.query.result", T0, {"db.query.result.id": pid, "db.query.result.score": s})
+        for pid, s in (("p-0001", 0.9), ("p-0002", "0.8"))
+    )
+    openllmetry = span("r", "2", "1", 1, 2, results, db__vector__query__top_k=2)
+    built = trace_to_event([root, openllmetry], TraceMapping())
+    assert built.event.retrieval is not None
+    assert [(p.id, p.score) for p in built.event.retrieval.results] == [
+        ("p-0001", 0.9), ("p-0002", None)]  # fmt: skip
+    assert built.dropped == (("retrieval.results", "wrong_type"),)
