@@ -23,7 +23,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.html.drift_section import DIMENSIONS, category_moves, rate_move
-from service.html.extras import find_extra, suggestion_rows
+from service.html.extras import find_extra, gold_run_text, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
 from service.quality.by_language import rate_text
@@ -163,7 +163,9 @@ def moved_section(
             + _span(c)
             for name, c in (shadow.get("candidates") or {}).items()
         ]
-        rows.append([_link("shadow", "shadow"), "; ".join(agreement) or "no candidate"])
+        gold = gold_run_text(shadow, int((quality or {}).get("k") or 10))
+        text = "; ".join(agreement) or "no candidate"
+        rows.append([_link("shadow", "shadow"), text if gold is None else f"{text}; {gold}"])
     candidates = find_extra("gold_candidates", analytics, extras)
     if candidates is not None:
         shown = suggestion_rows(candidates)

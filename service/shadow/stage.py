@@ -125,6 +125,8 @@ class Disagreement(TypedDict):
     overlap: float
     production: list[str]
     candidate: list[str]
+    #: ``GET /v1/shadow/disagreements`` by question: the kept rows that asked it
+    repeats: NotRequired[int]
 
 
 class LatencySummary(TypedDict):
