@@ -26,6 +26,7 @@ from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, gold_run_text, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
+from service.quality.by_group import lowest_group_text
 from service.quality.by_language import rate_text
 
 #: Same-origin endpoints linked from the page.
@@ -152,7 +153,8 @@ def moved_section(
                 _link("quality", "retrieval"),
                 f"production hit rate@{quality.get('k')} on known questions: all time "
                 f"{num(production.get('hit_rate'))} of {production['n_scored']}"
-                + (f"; {quality['recent_text']}" if quality.get("recent_text") else ""),
+                + (f"; {quality['recent_text']}" if quality.get("recent_text") else "")
+                + (f"; {lowest}" if (lowest := lowest_group_text(quality)) else ""),
             ]
         )
     shadow = find_extra("shadow", analytics, extras)

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_GROUPS",
     "group_lines",
     "group_text_lines",
+    "lowest_group_text",
     "group_rows",
     "paired_by_question",
     "paired_by_question_text",
@@ -238,3 +239,27 @@ def window_text(seconds: float) -> str:
     ('24 h', '30 min')
     """
     return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds / 60:g} min"
+
+
+def lowest_group_text(quality: Mapping[str, Any]) -> str | None:
+    """The group with the lowest hit rate in the latest window (``by_group_recent``), over
+    every field, among the groups not ``few`` and not ``rest``: ``"lowest in the latest 24
+    h: topic temporal hit rate 0.442 [0.304, 0.589] of 43 (12 questions)"``; ``None``
+    without such a group, or when every group's hit rate is the same.
+
+    >>> recent = {"window_s": 86400.0, "topic": group_rows(
+    ...     {"a": [4, 4, 4.0, 4.0, 4.0], "b": [4, 4, 1.0, 1.0, 1.0]},
+    ...     {"a": "inference", "b": "temporal"}.get, min_n=1)}
+    >>> print(lowest_group_text({"by_group_recent": recent}))
+    lowest in the latest 24 h: topic temporal hit rate 0.250 [0.046, 0.699] of 4 (1 question)
+    """
+    recent = quality.get("by_group_recent") or {}
+    rows = [(r["hit_rate"], field, r) for field in GROUP_FIELDS for r in recent.get(field) or []
+            if r["n_scored"] and not r["few"] and r["group"] != REST]  # fmt: skip
+    if len({rate for rate, _, _ in rows}) < 2:
+        return None
+    rate, field, r = min(rows, key=lambda item: item[0])
+    plural = "question" if r["questions"] == 1 else "questions"
+    return (f"lowest in the latest {window_text(recent['window_s'])}: {field} {r['group']} hit "
+            f"rate {rate:.3f} [{r['hit_low']:.3f}, {r['hit_high']:.3f}] of {r['n_scored']} "
+            f"({r['questions']} {plural})")  # fmt: skip

@@ -180,6 +180,9 @@ class ShadowStageReport(TypedDict):
     rbo_p: float
     results_dropped: int
     candidates: dict[str, CandidateReport]
+    #: the status page's: the service's gold-set runs (``Runtime.gold_run_status``), for
+    #: the latest run's paired comparisons beside the live agreement
+    gold: NotRequired[Mapping[str, object]]
 
 
 def breakdown_label(label: str | None, unjudged: bool = False) -> str:
