@@ -189,8 +189,8 @@ def gold_run_tables(shadow: Mapping[str, Any]) -> list[Markup]:
             f"Gold-set run ({latest.get('trigger', 'run')}, gold set {version}): {first['b']} − "
             f"{first['a']} on {first['n']} answerable gold questions, paired by question "
             f"({first['confidence']:.0%} bootstrap interval, randomization test p). It compares "
-            "the retrievers themselves on the gold set; live quality (below) measures production "
-            "as it served, on the known questions asked.", "muted"))  # fmt: skip
+            "the retrievers themselves on the gold set; Live quality (its section) measures "
+            "production as it served, on the known questions asked.", "muted"))  # fmt: skip
         parts.append(table(
             ["metric", first["a"], first["b"], "difference", "95 % interval", "p",
              "wins/losses/ties"],
