@@ -61,7 +61,11 @@ def _extras(runtime: Runtime, harvest: Any) -> Extras:
     extras: Extras = {}
     shadow_report = getattr(runtime, "shadow_report", None)
     if callable(shadow_report):
-        extras["shadow"] = shadow_report()
+        shadow = shadow_report()
+        gold_run_status = getattr(runtime, "gold_run_status", None)
+        if shadow is not None and callable(gold_run_status):  # the gold-set run's paired test
+            shadow = {**shadow, "gold": gold_run_status()}
+        extras["shadow"] = shadow
     quality_report = getattr(runtime, "quality_report", None)
     quality = quality_report() if callable(quality_report) else None
     if quality is not None:  # the live-quality stage runs (analytics on, a gold set)

@@ -165,9 +165,57 @@ def shadow_section(
     parts.append(_by_label(candidates, "by_language", "language", min_n,
                            {NOT_DETECTED: "no language (not detected)"}))  # fmt: skip
     parts.append(_by_label(candidates, "by_topic", "topic", min_n, topic_names))
+    parts += gold_run_tables(shadow)
     for name, c in candidates.items():
         parts.append(_disagreements(name, c.get("disagreements") or [], names_of))
     return section("shadow", "Shadow agreement", *parts)
+
+
+def gold_run_tables(shadow: Mapping[str, Any]) -> list[Markup]:
+    """The latest gold-set run's paired comparison of each candidate with production
+    (``shadow["gold"]["latest"]["comparisons"]``: ``{candidate: [PairedComparison JSON]}``,
+    as ``goldwatch eval --compare``): per metric the difference, its bootstrap interval and
+    the randomization test's p, and what the run measures against the live known-question
+    figures; ``[]`` without a run (trial 39: the page showed "hybrid finds more live" and not
+    this test, which said "no difference")."""
+    latest = (shadow.get("gold") or {}).get("latest") or {}
+    comparisons = latest.get("comparisons") or {}
+    parts: list[Markup] = []
+    for rows in comparisons.values():
+        if not rows:
+            continue
+        first = rows[0]
+        version = (latest.get("gold_set") or {}).get("version")
+        parts.append(para(
+            f"Gold-set run ({latest.get('trigger', 'run')}, gold set {version}): {first['b']} − "
+            f"{first['a']} on {first['n']} answerable gold questions, paired by question "
+            f"({first['confidence']:.0%} bootstrap interval, randomization test p). It compares "
+            "the retrievers themselves on the gold set; Live quality (its section) measures "
+            "production as it served, on the known questions asked.", "muted"))  # fmt: skip
+        parts.append(table(
+            ["metric", first["a"], first["b"], "difference", "95 % interval", "p",
+             "wins/losses/ties"],
+            [[c["metric"], c["mean_a"], c["mean_b"], f"{c['mean_diff']:+.3f}",
+              f"{c['ci_low']:.3f} … {c['ci_high']:.3f}", f"{c['p_value']:.3g}",
+              f"{c['wins']}/{c['losses']}/{c['ties']}"] for c in rows],
+        ))  # fmt: skip
+        parts += [para(c["disagreement"], "muted") for c in rows if c.get("disagreement")]
+    return parts
+
+
+def gold_run_text(shadow: Mapping[str, Any], k: int = 10) -> str | None:
+    """The latest gold-set run's paired test at ``recall@k`` per candidate in one line
+    (``"gold-set run: hybrid − prod recall@10 -0.006 [-0.046, 0.033] p 0.906 (n 40)"``),
+    ``None`` without one."""
+    latest = (shadow.get("gold") or {}).get("latest") or {}
+    texts = []
+    for rows in (latest.get("comparisons") or {}).values():
+        for c in rows or []:
+            if c.get("metric") == f"recall@{k}":
+                texts.append(f"{c['b']} − {c['a']} recall@{k} {c['mean_diff']:+.3f} "
+                             f"[{c['ci_low']:.3f}, {c['ci_high']:.3f}] p {c['p_value']:.3g} "
+                             f"(n {c['n']})")  # fmt: skip
+    return "gold-set run: " + "; ".join(texts) if texts else None
 
 
 def _by_reason(counts: Mapping[str, int] | None) -> Markup | str:

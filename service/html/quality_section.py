@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from service.html.over_time import quality_over_time
 from service.html.page import dated_minute, minute, para, pct, section, table
+from service.quality.by_group import GROUP_FIELDS, LIVE_VS_GOLD, window_text
 from service.quality.stage import rejected_note
 
 __all__ = ["quality_section"]
@@ -60,6 +61,74 @@ def _by_language(quality: Mapping[str, Any], k: Any) -> list[Markup]:
                      r["known_answerable"], r["refused_answerable"], pct(r["refused_rate"]),
                      interval(r["refused_low"], r["refused_high"], percent=True),
                      "few" if r["few"] or r["refused_few"] else ""] for r in rows])]  # fmt: skip
+    return parts
+
+
+def _by_question(test: Mapping[str, Any] | None) -> list[Markup]:
+    """The paired comparison of production and a candidate by distinct known question
+    (:func:`service.quality.by_group.paired_by_question`): a table of the difference, its
+    bootstrap interval and the randomization test's p per metric, and what it measures
+    against the gold-set run; ``[]`` without one."""
+    if not test or not test.get("comparisons"):
+        return []
+    first = test["comparisons"][0]
+    rows = [[c["metric"], c["mean_a"], c["mean_b"], f"{c['mean_diff']:+.3f}",
+             f"{c['ci_low']:.3f} … {c['ci_high']:.3f}", f"{c['p_value']:.3g}",
+             f"{c['wins']}/{c['losses']}/{c['ties']}"] for c in test["comparisons"]]  # fmt: skip
+    notes = [para(c["disagreement"], "muted") for c in test["comparisons"] if c["disagreement"]]
+    return [
+        para(
+            f"{first['b']} against {first['a']} by distinct question: {test['questions']} gold "
+            f"questions ({test['events']} events both were scored on), each question's mean "
+            f"once; {first['confidence']:.0%} bootstrap interval and randomization test. "
+            f"{LIVE_VS_GOLD[0].upper()}{LIVE_VS_GOLD[1:]}.",
+            "muted",
+        ),  # fmt: skip
+        table(
+            [
+                "metric",
+                first["a"],
+                first["b"],
+                "difference",
+                "95 % interval",
+                "p",
+                "wins/losses/ties",
+            ],
+            rows,
+        ),  # fmt: skip
+        *notes,
+    ]
+
+
+def _by_group(quality: Mapping[str, Any], k: Any) -> list[Markup]:
+    """Production's known-question quality per gold-row ``kind`` and ``topic``, all time and
+    over the latest window (``by_group``, ``by_group_recent``:
+    :func:`service.quality.by_group.group_rows`), one table per field with scored rows."""
+    min_n = quality.get("by_group_min_n", 10)
+    blocks = [("all time", quality.get("by_group") or {})]
+    recent = quality.get("by_group_recent")
+    if recent:
+        blocks.append((f"latest {window_text(recent['window_s'])} of event time (from "
+                       f"{dated_minute(recent['since'])} UTC)", recent))  # fmt: skip
+    parts: list[Markup] = []
+    for when, groups in blocks:
+        for field in GROUP_FIELDS:
+            rows = groups.get(field) or []
+            if not any(r["n_scored"] for r in rows):
+                continue
+            parts.append(para(f"Production by gold {field}, {when} (Wilson 95 % intervals over "
+                              f"events; too few: under {min_n} distinct questions scored).",
+                              "muted"))  # fmt: skip
+            parts.append(table(
+                [field, "known", "scored", "questions", "hit rate", "interval",
+                 f"recall@{k}", "MRR", "note"],
+                [[r["group"] if r["groups"] == 1 else f"rest ({r['groups']} groups)",
+                  r["n_known"], r["n_scored"], r["questions"], r["hit_rate"],
+                  "–" if r["hit_low"] is None else f"{r['hit_low']:.3f} … {r['hit_high']:.3f}",
+                  r["recall"], r["mrr"],
+                  "none scored" if not r["n_scored"] else "too few" if r["few"] else ""]
+                 for r in rows],
+            ))  # fmt: skip
     return parts
 
 
@@ -128,6 +197,7 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
             )  # fmt: skip
         )
     parts += _by_language(quality, k)
+    parts += _by_group(quality, k)
     note = rejected_note(quality.get("near_matches_rejected"))
     if note:
         parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
@@ -220,6 +290,7 @@ def _candidate_coverage(known: Mapping[str, Any], k: Any) -> list[str]:
     parts: list[str] = []
     for name, cell in known.items():
         note, paired = cell.get("coverage_note"), cell.get("paired") or {}
+        parts += _by_question(paired.get("by_question"))
         if not note:
             continue
         parts.append(para(f"{name}: {note}, so its row is not over the questions "

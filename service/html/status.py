@@ -23,9 +23,10 @@ from typing import Any
 from markupsafe import Markup
 
 from service.html.drift_section import DIMENSIONS, category_moves, rate_move
-from service.html.extras import find_extra, suggestion_rows
+from service.html.extras import find_extra, gold_run_text, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
+from service.quality.by_group import lowest_group_text
 from service.quality.by_language import rate_text
 from service.refusals.scope import windows_count
 
@@ -154,7 +155,8 @@ def moved_section(
                 _link("quality", "retrieval"),
                 f"production hit rate@{quality.get('k')} on known questions: all time "
                 f"{num(production.get('hit_rate'))} of {production['n_scored']}"
-                + (f"; {quality['recent_text']}" if quality.get("recent_text") else ""),
+                + (f"; {quality['recent_text']}" if quality.get("recent_text") else "")
+                + (f"; {lowest}" if (lowest := lowest_group_text(quality)) else ""),
             ]
         )
     shadow = find_extra("shadow", analytics, extras)
@@ -165,7 +167,9 @@ def moved_section(
             + _span(c)
             for name, c in (shadow.get("candidates") or {}).items()
         ]
-        rows.append([_link("shadow", "shadow"), "; ".join(agreement) or "no candidate"])
+        gold = gold_run_text(shadow, int((quality or {}).get("k") or 10))
+        text = "; ".join(agreement) or "no candidate"
+        rows.append([_link("shadow", "shadow"), text if gold is None else f"{text}; {gold}"])
     candidates = find_extra("gold_candidates", analytics, extras)
     if candidates is not None:
         shown = suggestion_rows(candidates)

@@ -94,6 +94,7 @@ from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.language.excluded import excluded_text
 from service.language.quality import agreement_text
 from service.pipeline import CountingStage, Pipeline
+from service.quality.by_group import LIVE_VS_GOLD, group_text_lines, paired_by_question_text
 from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
@@ -775,15 +776,18 @@ def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any
     if not paired or not paired.get("n_scored"):
         return []
     n = paired["n_scored"]
+    test = paired_by_question_text(paired.get("by_question"))
+    tested = [f"    {test}; {LIVE_VS_GOLD}"] if test else []
     if all(c.get("n_scored") == n for c in known.values()):
-        return []
+        return tested
 
     def figures(means: dict[str, float]) -> str:
         return (f"recall@{k} {means['recall']:.3f}, hit rate {means['hit_rate']:.3f}, "
                 f"MRR {means['mrr']:.3f}")  # fmt: skip
 
     return [f"    like for like, on the {n} known questions both were scored on: production "
-            f"{figures(paired['production'])}; {name} {figures(paired['candidate'])}"]  # fmt: skip
+            f"{figures(paired['production'])}; {name} {figures(paired['candidate'])}",
+            *tested]  # fmt: skip
 
 
 def refusal_language_lines(refusals: Mapping[str, Any], min_n: int = 10) -> list[str]:
@@ -889,6 +893,7 @@ def quality_lines(
         lines.append(f"  production by language (the question's language; Wilson 95 % "
                      f"intervals; few: fewer than {min_n} scored){partial}:")  # fmt: skip
         lines += [f"    {line}" for line in language_lines(by_language, k, min_n)]
+    lines += group_text_lines(quality, k)
     refusals = quality.get("refusals") or {}
     if refusals.get("known_answerable") or refusals.get("known_unanswerable"):
         lines.append(

@@ -472,6 +472,16 @@ def _partial(report: Mapping[str, Any] | None) -> str:
             if (report or {}).get("quality_partial") else "")  # fmt: skip
 
 
+#: What the over-time test is not (trial 39: the worst 3 h point read "within noise" while the
+#: ``known_miss`` drift alarm said DRIFT, which looked like a contradiction).
+KNOWN_MISS_NOT_THIS = (
+    "A different test from the known_miss drift alarm: this one asks whether one point is "
+    "worse than the rest of the run, each question once, Bonferroni over every point (a "
+    "change lasting many points also lowers the rest); known_miss asks whether the latest "
+    "window's miss rate, over events, is above its baseline's"
+)
+
+
 def known_line(report: Mapping[str, Any] | None, k: object) -> str | None:
     """The text report's line on production's known-question quality over time, from
     :func:`over_time`'s dict: the worst point's hit rate against the run's, beyond noise or
@@ -490,7 +500,9 @@ def known_line(report: Mapping[str, Any] | None, k: object) -> str | None:
         f"{head}: worst {_start_text(worst['start'])} + {width_text(track['bucket_s'])}: "
         f"hit rate {worst['hit_rate']:.3f}, recall@{k} {worst['recall']:.3f}, MRR "
         f"{worst['mrr']:.3f} (n {worst['n']}) vs {run['hit_rate']:.3f}, {run['recall']:.3f}, "
-        f"{run['mrr']:.3f} over the run: " + _verdict_text(worst, "hit rate", "hit_rate")
+        f"{run['mrr']:.3f} over the run: "
+        + _verdict_text(worst, "hit rate", "hit_rate")
+        + f". {KNOWN_MISS_NOT_THIS}"
     )
 
 

@@ -94,12 +94,13 @@ import threading
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from service.data.goldset import row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
+from service.quality.by_group import GROUP_FIELDS, group_rows, paired_by_question
 from service.quality.by_language import FEW, language_of, wilson
 from service.quality.known import KnownLookup, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
@@ -121,6 +122,9 @@ _SCORES = ("recall", "hit", "rr")
 _WHOLE = ""
 #: Gold-set changes kept in the report (the newest).
 _MAX_CHANGES = 20
+#: Time buckets the latest window's by-group figures are counted in (a bucket is the window
+#: over this: an hour of a one-day window).
+RECENT_BUCKETS = 24
 
 
 class LiveQualityStage:
@@ -140,6 +144,9 @@ class LiveQualityStage:
             (the drift windows' setting of the same name, :mod:`service.drift.windows`).
         min_n: a language's row over fewer known questions than this is marked ``few``
             (``analytics.quality_min_class``; :mod:`service.quality.by_language`).
+        recent_window_s: the span of event time the by-group figures of the latest window
+            cover (``analytics.drift.known_window_s``: the ``known_miss`` rate's window), > 0;
+            their rows count scored events only (``n_known`` = ``n_scored``).
         clock: the wall clock, Unix seconds.
 
     Raises:
@@ -162,11 +169,14 @@ class LiveQualityStage:
         max_events: int = 100_000,
         future_tolerance_s: float = 60.0,
         min_n: int = FEW,
+        recent_window_s: float = 86_400.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if k < 1 or max_review < 0 or max_roles < 1 or max_events < 1:
-            raise ValueError("need k >= 1, max_review >= 0, max_roles >= 1, max_events >= 1")
+        if k < 1 or max_review < 0 or max_roles < 1 or max_events < 1 or recent_window_s <= 0:
+            raise ValueError("need k >= 1, max_review >= 0, max_roles >= 1, max_events >= 1, "
+                             "recent_window_s > 0")  # fmt: skip
         self.min_n = min_n
+        self.recent_window_s = recent_window_s
         self.policy, self.k, self.production = policy, k, production
         self.future_tolerance_s, self._clock = future_tolerance_s, clock
         self._index = index
@@ -177,6 +187,11 @@ class LiveQualityStage:
         self._recent: OrderedDict[str, str] = OrderedDict()
         # event id -> production's (recall, hit, rr) on it, for the recent events it scored
         self._recent_scores: dict[str, tuple[float, float, float]] = {}
+        # production's scored known events per time bucket (a 24th of recent_window_s) and
+        # gold id -> [n, n, Σr, Σh, Σrr], the latest RECENT_BUCKETS + 1 buckets kept: the
+        # by-group figures of the latest window (bounded by buckets × gold rows; persisted)
+        self._bucket_s = recent_window_s / RECENT_BUCKETS
+        self._recent_known: dict[int, dict[str, list[float]]] = {}
         # candidate -> gold id -> [n both scored, production's Σr, Σh, Σrr, the candidate's
         # Σr, Σh, Σrr]: the paired comparison, on the events both were scored on
         self._paired: dict[str, dict[str, list[float]]] = {}
@@ -294,9 +309,13 @@ class LiveQualityStage:
                     del self._recent[event_id]
         if drops != "changed rows":  # production's scores were taken at the old k
             self._recent_scores.clear()
+            self._recent_known = {}
         else:
             self._recent_scores = {e: v for e, v in self._recent_scores.items()
                                    if e in self._recent}  # fmt: skip
+            self._recent_known = {b: kept_cells for b, cells in self._recent_known.items()
+                                  if (kept_cells := {g: c for g, c in cells.items() if g in kept})
+                                  }  # fmt: skip
         unknown = self._last is None and self._since_unknown  # at a version-1 state's restore
         self._changes.append({
             "from": old_version, "to": _gold_version(self._index), "reason": reason,
@@ -398,6 +417,7 @@ class LiveQualityStage:
                     self._remember(event.event_id, match.gold_id, scores)
                     if scores is not None:  # the drift stage's known_miss rate
                         notes["known_missed"] = scores[1] == 0.0
+                        self._count_recent(event.timestamp.timestamp(), match.gold_id, scores)
                     refused = notes.get("refused")
                     if self._count_refusal(question, role, refused, language) and \
                             refused is not None:  # fmt: skip
@@ -485,6 +505,28 @@ class LiveQualityStage:
             total[2 + j] += scores[name]
             self._pending[f"known_{name}"].setdefault(retriever, []).append(scores[name])
         return scores["recall"], scores["hit"], scores["rr"]
+
+    def _count_recent(self, at: float, gold_id: str, scores: tuple[float, float, float]) -> None:
+        """Count production's scored known event at Unix time ``at`` on ``gold_id`` in its
+        time bucket; buckets older than the newest's last :data:`RECENT_BUCKETS` are dropped.
+        An event stamped beyond ``future_tolerance_s`` ahead of the clock is not counted (it
+        would hold the window in the future)."""
+        if at > self._clock() + self.future_tolerance_s:
+            return
+        bucket = int(at // self._bucket_s)
+        buckets = self._recent_known
+        if bucket not in buckets:
+            newest = max(buckets, default=bucket)
+            if bucket < newest - RECENT_BUCKETS:
+                return  # older than the window already
+            buckets[bucket] = {}
+            for old in [b for b in buckets if b < bucket - RECENT_BUCKETS]:
+                del buckets[old]
+        cell = buckets[bucket].setdefault(gold_id, [0, 0, 0.0, 0.0, 0.0])
+        cell[0] += 1
+        cell[1] += 1
+        for j, value in enumerate(scores):
+            cell[2 + j] += value
 
     def _count_language(
         self, gold_id: str, language: str, scores: tuple[float, float, float] | None
@@ -622,9 +664,12 @@ class LiveQualityStage:
         """
         with self._lock:
             known = {name: _means(cell) for name, cell in sorted(self._totals.items())}
+            paired_cells = {}
             for name, cells in self._paired.items():
                 if name in known and name != self.production:
                     known[name]["paired"] = _paired_means(_sum_cells(cells.values(), 7))
+                    paired_cells[name] = {g: list(cell) for g, cell in cells.items()}
+            by_group = self._by_group()
             if shadow is not None:
                 of_known = known.get(self.production, {}).get("n_known", 0)
                 candidates = shadow.get("candidates") or {}
@@ -641,7 +686,7 @@ class LiveQualityStage:
             legacy = _WHOLE in measured
             since = None if legacy else min(self._first_seen.values(), default=None)
             acl_since = None if self._since_unknown else self._since
-            return {
+            out = {
                 "k": self.k,
                 "threshold": self.index.threshold if self.index else None,
                 "gold_set_version": _gold_version(self.index),
@@ -651,6 +696,7 @@ class LiveQualityStage:
                 "by_language": by_language,
                 "by_language_partial": self._lang_partial,
                 "by_language_min_n": self.min_n,
+                **by_group,
                 "near_matches_rejected": _rejected_report(self._rejected.values()),
                 "coverage": {
                     "gold_set_version": _gold_version(self.index),
@@ -671,6 +717,61 @@ class LiveQualityStage:
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
+        # by distinct question (outside the lock: a few thousand resamples per metric)
+        for name, cells in paired_cells.items():
+            known[name]["paired"]["by_question"] = paired_by_question(
+                cells, name, self.k, self.production
+            )
+        return out
+
+    def _by_group(self) -> dict[str, Any]:
+        """Production's known-question figures per gold-row ``kind`` and ``topic``, all-time
+        and over the latest ``recent_window_s`` of event time (the caller holds the lock):
+        ``{"by_group": {field: rows}, "by_group_recent": {"window_s", "since", "until",
+        field: rows} | None, "by_group_min_n"}`` (rows: :func:`~service.quality.by_group.
+        group_rows`; the recent rows count scored events only, ``n_known`` = ``n_scored``;
+        ``since``/``until``: ISO times of the first counted bucket's start and the newest
+        bucket's end — the window in whole buckets of ``recent_window_s`` /
+        :data:`RECENT_BUCKETS`, ending with the latest event seen, so it spans at most
+        ``recent_window_s``; ``None`` without a scored event in it). A gold row the current
+        gold set no longer has (a version-1 state's block) is group ``none``."""
+        by_id = self._index.gold.by_id if self._index is not None else {}
+
+        def value_of(field: str) -> Callable[[str], str | None]:
+            def value(gold_id: str) -> str | None:
+                row = by_id.get(gold_id)
+                return getattr(row, field, None) if row is not None else None
+
+            return value
+
+        cells = self._known.get(self.production, {})
+        out: dict[str, Any] = {
+            "by_group": {f: group_rows(cells, value_of(f), min_n=self.min_n) for f in GROUP_FIELDS},
+            "by_group_recent": None,
+            "by_group_min_n": self.min_n,
+        }
+        if self._recent_known:
+            # the window ends with the latest event seen (scored or not)
+            newest = max(self._recent_known)
+            if self._last is not None:
+                newest = max(newest, int(self._last.timestamp() // self._bucket_s))
+            kept = [b for b in self._recent_known if newest - RECENT_BUCKETS < b <= newest]
+            recent: dict[str, list[float]] = {}
+            for bucket in kept:
+                for gold_id, cell in self._recent_known[bucket].items():
+                    total = recent.setdefault(gold_id, [0, 0, 0.0, 0.0, 0.0])
+                    for j, value in enumerate(cell):
+                        total[j] += value
+            if recent:
+                since = datetime.fromtimestamp(min(kept) * self._bucket_s, tz=UTC)
+                until = datetime.fromtimestamp((newest + 1) * self._bucket_s, tz=UTC)
+                out["by_group_recent"] = {
+                    "window_s": self.recent_window_s,
+                    "since": since.isoformat(),
+                    "until": until.isoformat(),
+                    **{f: group_rows(recent, value_of(f), min_n=self.min_n) for f in GROUP_FIELDS},
+                }
+        return out
 
     def known_refusal(self) -> dict[str, Any]:
         """The refusal rate of known answerable questions (:func:`_known_refusal`: ``{"n",
@@ -737,6 +838,13 @@ class LiveQualityStage:
                 "changes": [dict(change) for change in self._changes],
                 "acl": [[*key, n] for key, n in sorted(self._acl.items())],
                 "review": {kind: list(rows) for kind, rows in self._review.items()},
+                "recent_known": {
+                    "bucket_s": self._bucket_s,
+                    "buckets": {
+                        str(b): {g: list(cell) for g, cell in cells.items()}
+                        for b, cells in sorted(self._recent_known.items())
+                    },
+                },  # fmt: skip
             }
 
     def restore(self, state: Any) -> None:
@@ -804,6 +912,13 @@ class LiveQualityStage:
             if not totals:  # a version-1 state: its one block per retriever is the total
                 totals = {name: _sum_cells(cells.values()) for name, cells in known.items()}
             self._totals = {name: list(cell) for name, cell in totals.items()}
+            # kept from session 39 on; buckets of another width (another window) are dropped
+            recent = state.get("recent_known") or {}
+            self._recent_known = (
+                {int(b): {g: list(cell) for g, cell in cells.items()}
+                 for b, cells in (recent.get("buckets") or {}).items()}
+                if recent.get("bucket_s") == self._bucket_s else {}
+            )  # fmt: skip
             threshold = self._index.threshold if self._index is not None else None
             old_threshold = state.get("threshold", threshold)  # not written: taken as the same
             k_reason = f"k changed from {state.get('k')} to {self.k}"

@@ -403,6 +403,7 @@ def build_live(
                                    max_events=settings.shadow.known_recent_events,
                                    future_tolerance_s=settings.analytics.drift.future_tolerance_s,
                                    min_n=settings.analytics.quality_min_class,
+                                   recent_window_s=settings.analytics.drift.known_window_s,
                                    )  # fmt: skip
         # before the drift stage, which feeds its known_refusal dimension from the
         # known_refused annotation this stage writes (after the refusal stage it reads)

@@ -125,6 +125,8 @@ class Disagreement(TypedDict):
     overlap: float
     production: list[str]
     candidate: list[str]
+    #: ``GET /v1/shadow/disagreements`` by question: the kept rows that asked it
+    repeats: NotRequired[int]
 
 
 class LatencySummary(TypedDict):
@@ -178,6 +180,9 @@ class ShadowStageReport(TypedDict):
     rbo_p: float
     results_dropped: int
     candidates: dict[str, CandidateReport]
+    #: the status page's: the service's gold-set runs (``Runtime.gold_run_status``), for
+    #: the latest run's paired comparisons beside the live agreement
+    gold: NotRequired[Mapping[str, object]]
 
 
 def breakdown_label(label: str | None, unjudged: bool = False) -> str:

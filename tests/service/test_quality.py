@@ -232,10 +232,18 @@ def test_observe_candidate_scores_known_events_and_counts_violations() -> None:
     # paired: e-1 and e-2, the events both were scored on; production there: recall 1 and
     # 1/2, RR 1/2 and 1 (test above); cand: recall 1 and 1/2, RR 1 and 1/2
     same = {"recall": 0.75, "hit_rate": 1.0, "mrr": 0.75}
-    assert stage.report()["known"]["cand"] == {
+    cell = stage.report()["known"]["cand"]
+    by_question = cell["paired"].pop("by_question")
+    assert cell == {
         "n_known": 3, "n_scored": 2, "recall": 0.75, "hit_rate": 1.0, "mrr": 0.75,
         "paired": {"n_scored": 2, "production": same, "candidate": same},
     }  # fmt: skip
+    # by distinct question (q-1, q-2): RR +1/2 on q-1, -1/2 on q-2: mean 0, and each sign
+    # flip of the two reaches |sum| >= 0: p exactly 1
+    assert (by_question["questions"], by_question["events"]) == (2, 2)
+    mrr = by_question["comparisons"][2]
+    assert (mrr["metric"], mrr["mean_diff"], mrr["wins"], mrr["losses"], mrr["p_value"]) == (
+        "MRR@10", 0.0, 1, 1, 1.0)  # fmt: skip
 
 
 def test_a_candidate_skipped_on_some_known_questions_is_compared_like_for_like() -> None:
@@ -252,6 +260,7 @@ def test_a_candidate_skipped_on_some_known_questions_is_compared_like_for_like()
                                       "in_flight": 0}}}  # fmt: skip
     cand = stage.report(shadow)["known"]["cand"]
     assert (cand["n_known"], cand["n_scored"], cand["mrr"]) == (1, 1, 1.0)
+    assert cand["paired"].pop("by_question")["questions"] == 1
     assert cand["paired"] == {
         "n_scored": 1,
         "production": {"recall": 1.0, "hit_rate": 1.0, "mrr": 0.5},

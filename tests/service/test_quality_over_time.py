@@ -15,7 +15,13 @@ from scipy import stats
 
 from service.html.over_time import agreement_over_time, quality_over_time
 from service.jobs.series import TimeSeries, question_key
-from service.quality.over_time import agreement_line, known_line, over_time, welch_t_test
+from service.quality.over_time import (
+    KNOWN_MISS_NOT_THIS,
+    agreement_line,
+    known_line,
+    over_time,
+    welch_t_test,
+)
 from service.shadow.agreement import Agreement
 from service.shadow.runner import ShadowResult
 
@@ -146,12 +152,14 @@ def test_the_degraded_day_stands_out_beyond_noise() -> None:
     first = track["points"][0]
     assert (first["recall_low"], first["recall_high"]) == pytest.approx(
         (np.mean(values) - half, min(np.mean(values) + half, 1.0)))  # fmt: skip
-    assert known_line(report, 10) == (
+    assert known_line(report, 10) == (  # then what it is not (trial 39)
         "  production over time (1 h points of >= 10 scored, 5 drawn): worst 2026-12-02 "
         "10:00 UTC + 1 h: hit rate 0.371, recall@10 0.371, MRR 0.371 (n 35) vs 0.841, "
         "0.826, 0.826 over the run: hit rate LOWER beyond noise (Welch t-test on per-question "
         "hit rates, 0.371 of 35 questions against 1.000 of 40 in the rest of the run: p "
         f"{welch.pvalue:.2g} < 0.05/5, Bonferroni over the points tested)"
+        + ". "
+        + KNOWN_MISS_NOT_THIS
     )
 
 

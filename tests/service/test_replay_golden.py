@@ -707,6 +707,16 @@ Also rewritten in the thirty-ninth session (s39-small2; trial 24 LOW 7: ``/v1/qu
 added key and nothing else (checked key by key against the former files):
 ``quality.coverage.gold_rows``, the size of the gold set in use (demo 59, production and 20k
 477); ``coverage.rows`` keeps its name and value for API clients.
+Also rewritten in the thirty-ninth session (s39-livequal; trial 39 MEDIUM 3 and 4) for
+added fields and nothing else (checked key by key against the former files: 0 changed, 0
+removed; demo 106, production 59, 20k 59 keys added): ``quality.by_group`` (production's
+known-question figures per gold ``kind`` and ``topic``: demo kind plain 17 scored of 2
+questions, topics exams 9 / transport 8; production plain 64 scored of 59 questions, hit rate
+0.875, unanswerable 12 known none scored, topic ``none``; 20k plain 421 of 227, 0.853),
+``quality.by_group_recent`` (the same over the latest ``known_window_s``, in hour buckets:
+demo 2026-11-18 05:00–19:00, 2 scored; production 06:00–07:00, 64; 20k 06:00–09:00, 421),
+``quality.by_group_min_n`` (10) and, in the demo, ``quality.known.hybrid.paired.by_question``
+(2 gold questions, 17 events: hit@10 and recall@10 +0, MRR@10 +0.333, p 1 each).
 """
 
 from __future__ import annotations

@@ -111,7 +111,12 @@ def test_shadow_reports_keep_their_bytes(shadow: ShadowStage) -> None:
     summaries = {name: {k: v for k, v in body.items() if k != "disagreements"}
                  for name, body in report["candidates"].items()}  # fmt: skip
     assert served.content == before({**report, "candidates": summaries, "gold": gold})
-    rows = client.get("/v1/shadow/disagreements", params={"limit": 2})
+    # every kept event (distinct=false) as before; by question (the default) adds repeats
+    rows = client.get("/v1/shadow/disagreements", params={"limit": 2, "distinct": "false"})
     lowest = {name: body["disagreements"][:2] for name, body in report["candidates"].items()}
     assert rows.content == before({"rbo_p": report["rbo_p"], "candidates": lowest})
+    distinct = client.get("/v1/shadow/disagreements", params={"limit": 2}).json()
+    assert distinct["candidates"] == {
+        name: [{**row, "repeats": 1} for row in body] for name, body in lowest.items()
+    }  # distinct questions here
     assert client.get("/v1/shadow/evaluate").content == before(gold)
