@@ -203,7 +203,8 @@ class AnnotationTotals:
     :attr:`band` names the off-corpus cutoff's range that marks the unstable verdicts now
     (:func:`~service.refusals.scope.band_text` to 4 places; set with :attr:`detector`); the
     first batch counted under another range than :attr:`unstable_since`'s starts the
-    unstable counts again from there (decided in session 39: one range at a time, so the
+    unstable counts again from there, and a batch counted under none (``None``) ends them, so a
+    range back later starts again too (decided in session 39: one range at a time, so the
     "could rise to / fall toward" range the reports derive from them is one range's, and a
     refresh that moves the range says since when it holds; per-range counts were not kept:
     no report reads an older range's).
@@ -241,8 +242,9 @@ class AnnotationTotals:
                 {"detector": detector, "from_scored": int(self.flags["scope_scored"])}
             )
         band = self.band
-        if band is not None and (self.unstable_since is None
-                                 or self.unstable_since["band"] != band):  # fmt: skip
+        if band is None:  # no range (a detector without one): none counted under any, so a
+            self.unstable_since = None  # range back later starts again, not across the gap
+        elif self.unstable_since is None or self.unstable_since["band"] != band:
             totals = self.flags
             # (a batch built without events, as some callers' are, names no time)
             stamp = getattr(batch.events[0] if batch.events else None, "timestamp", None)

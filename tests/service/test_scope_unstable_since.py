@@ -111,6 +111,23 @@ def test_a_moved_range_claims_no_count_before_a_batch_is_counted_under_it() -> N
     assert unstable_counts(restarted.flags, restarted.unstable_since, restarted.band)["in"] == 0
 
 
+def test_a_gap_without_a_range_starts_the_counts_again_when_it_is_back() -> None:
+    # a refresh to a detector without the off-corpus range (band None), then back to the same
+    # range: the questions scored in between were marked by no range, so they are no part of
+    # its counts (review of s39-oos: they were, under "since the first start")
+    stage = AnnotationTotals()
+    stage.band = BAND_A
+    stage.process(_batch(NOTES))
+    stage.band = None
+    stage.process(_batch([{"out_of_scope": True}] * 4, AT + timedelta(hours=1)))
+    stage.band = BAND_A
+    later = AT + timedelta(hours=2)
+    stage.process(_batch(NOTES, later))
+    assert unstable_counts(stage.flags, stage.unstable_since, stage.band) == {
+        "out": 2, "in": 1, "scored": 10, "out_of_scope": 4, "since_scored": 14,
+        "since": later.isoformat(), "band": BAND_A}  # fmt: skip
+
+
 def test_a_state_kept_before_the_range_was_named_starts_the_counts_at_its_restore() -> None:
     # the thirty-eighth session's state: unstable counts under a range it does not name
     s38 = {"flags": {"scope_scored": 2881, "out_of_scope": 578, "unstable_out": 281,
