@@ -92,26 +92,34 @@ SINCE_TOTALS = {"from_scored": "scope_scored", "from_out_of_scope": "out_of_scop
                 "from_unstable_out": "unstable_out", "from_unstable_in": "unstable_in"}  # fmt: skip
 
 
-def unstable_counts(flags: Mapping[str, int], since: Mapping[str, Any] | None) -> dict[str, Any]:
+def unstable_counts(
+    flags: Mapping[str, int], since: Mapping[str, Any] | None, band: str | None
+) -> dict[str, Any]:
     """The unstable counts the reports state (``out_of_scope.unstable``): since the range now
-    in use began (``since``: :attr:`AnnotationTotals.unstable_since`; ``flags``: the totals).
+    in use began (``since``: :attr:`AnnotationTotals.unstable_since`; ``flags``: the totals;
+    ``band``: the range now in use, :attr:`AnnotationTotals.band`).
     ``{"out", "in": unstable verdicts judged out of scope / in scope, "scored", "out_of_scope":
     the scored questions and out-of-scope verdicts counted under the range, "since_scored":
     the scope_scored total before them (0: since the first start), "since": ISO 8601 event
     time of the first event counted under it, or None, "band": the range (4 places)}``;
-    without ``since`` (no batch counted under a range yet: a state kept before it, restored)
-    every count is 0 and ``since_scored`` the scored total (all counted before).
+    without ``since`` (no batch counted under a range yet: a state kept before it, restored),
+    or with one of another range than ``band`` (a refresh or restart moved the range and no
+    batch was counted under the new one yet: its counts are the old range's, which the
+    reports would state under the new one) every count is 0 and ``since_scored`` the scored
+    total (all counted before).
 
     >>> flags = {"scope_scored": 100, "out_of_scope": 30, "unstable_out": 7, "unstable_in": 4}
     >>> since = {"band": "[0.2878, 0.3984]", "from_scored": 60, "from_out_of_scope": 20,
     ...          "from_unstable_out": 5, "from_unstable_in": 1, "from_time": "2026-12-03T01:00:00"}
-    >>> unstable_counts(flags, since)  # doctest: +NORMALIZE_WHITESPACE
+    >>> unstable_counts(flags, since, "[0.2878, 0.3984]")  # doctest: +NORMALIZE_WHITESPACE
     {'out': 2, 'in': 3, 'scored': 40, 'out_of_scope': 10, 'since_scored': 60,
      'since': '2026-12-03T01:00:00', 'band': '[0.2878, 0.3984]'}
-    >>> unstable_counts(flags, None)["since_scored"]
+    >>> unstable_counts(flags, None, "[0.2878, 0.3984]")["since_scored"]
     100
+    >>> unstable_counts(flags, since, "[0.3100, 0.3900]")["out"]  # the range moved since
+    0
     """
-    if since is None:
+    if since is None or since["band"] != band:
         return {"out": 0, "in": 0, "scored": 0, "out_of_scope": 0,
                 "since_scored": int(flags["scope_scored"]), "since": None,
                 "band": None}  # fmt: skip
@@ -195,7 +203,8 @@ class AnnotationTotals:
     :attr:`band` names the off-corpus cutoff's range that marks the unstable verdicts now
     (:func:`~service.refusals.scope.band_text` to 4 places; set with :attr:`detector`); the
     first batch counted under another range than :attr:`unstable_since`'s starts the
-    unstable counts again from there (decided in session 39: one range at a time, so the
+    unstable counts again from there, and a batch counted under none (``None``) ends them, so a
+    range back later starts again too (decided in session 39: one range at a time, so the
     "could rise to / fall toward" range the reports derive from them is one range's, and a
     refresh that moves the range says since when it holds; per-range counts were not kept:
     no report reads an older range's).
@@ -233,8 +242,9 @@ class AnnotationTotals:
                 {"detector": detector, "from_scored": int(self.flags["scope_scored"])}
             )
         band = self.band
-        if band is not None and (self.unstable_since is None
-                                 or self.unstable_since["band"] != band):  # fmt: skip
+        if band is None:  # no range (a detector without one): none counted under any, so a
+            self.unstable_since = None  # range back later starts again, not across the gap
+        elif self.unstable_since is None or self.unstable_since["band"] != band:
             totals = self.flags
             # (a batch built without events, as some callers' are, names no time)
             stamp = getattr(batch.events[0] if batch.events else None, "timestamp", None)

@@ -455,7 +455,8 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     if support is not None:  # the embedding detector's off-corpus rule
         scope = report["out_of_scope"]
         # since the range now in use began (a refresh that moves it starts them again)
-        unstable = unstable_counts(flags, totals.unstable_since)
+        # (not yet, if the range moved and no batch was counted under the new one)
+        unstable = unstable_counts(flags, totals.unstable_since, totals.band)
         stable = unstable["scored"] - unstable["out"] - unstable["in"]
         unstable["stable_share"] = ((unstable["out_of_scope"] - unstable["out"]) / stable
                                     if stable else None)  # fmt: skip

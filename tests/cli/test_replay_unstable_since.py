@@ -63,3 +63,18 @@ def test_the_unstable_counts_resume_with_their_range_and_an_old_state_claims_non
     assert {k: upgraded["unstable"][k] for k in ("out", "in", "scored", "since_scored")} == {
         "out": 0, "in": 0, "scored": 0, "since_scored": scope["scored"]}  # fmt: skip
     assert upgraded["unstable"]["text"] == ""
+    # a restart with another gold set (every fourth row left out: the range moves) and no
+    # new event: the kept counts are the old range's, claimed by none (review of s39-oos)
+    with sqlite3.connect(state) as conn:  # the first run's totals, counted under its range
+        conn.execute("UPDATE state SET value = ? WHERE key = ?", (text, KEY))
+    gold = tmp_path / "gold.jsonl"
+    rows = demo_path("gold.jsonl").read_text(encoding="utf-8").splitlines()
+    gold.write_text("\n".join(r for i, r in enumerate(rows, 1) if i % 4) + "\n", "utf-8")
+    config.write_text(f"gold_set: {gold}\ncorpus: {demo_path('corpus.jsonl')}\n", "utf-8")
+    moved = run_goldwatch(args, tmp_path, timeout_s=300)
+    assert moved.returncode == 0, moved.stderr
+    other = json.loads(moved.stdout)["analytics"]["out_of_scope"]
+    assert other["support"] != scope["support"]  # the range did move
+    assert {k: other["unstable"][k] for k in ("out", "in", "scored", "since_scored")} == {
+        "out": 0, "in": 0, "scored": 0, "since_scored": scope["scored"]}  # fmt: skip
+    assert other["unstable"]["text"] == ""

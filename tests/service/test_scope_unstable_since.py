@@ -67,7 +67,7 @@ def test_the_unstable_counts_survive_a_restart_under_the_same_range() -> None:
     restarted = _round_trip(stage)
     restarted.band = BAND_A  # the restart refits the same range (4 places)
     restarted.process(_batch(NOTES, AT + timedelta(hours=1)))
-    counts = unstable_counts(restarted.flags, restarted.unstable_since)
+    counts = unstable_counts(restarted.flags, restarted.unstable_since, restarted.band)
     # two batches of 10 scored: 20 scored, 8 out, unstable 4 out / 2 in, all since the start
     assert counts == {"out": 4, "in": 2, "scored": 20, "out_of_scope": 8, "since_scored": 0,
                       "since": AT.isoformat(), "band": BAND_A}  # fmt: skip
@@ -79,11 +79,11 @@ def test_a_refresh_that_moves_the_range_starts_the_counts_again_and_says_since_w
     stage.process(_batch(NOTES))
     stage.band = BAND_A  # a refresh refitting the same range: keeps counting
     stage.process(_batch(NOTES, AT + timedelta(hours=1)))
-    assert unstable_counts(stage.flags, stage.unstable_since)["scored"] == 20
+    assert unstable_counts(stage.flags, stage.unstable_since, stage.band)["scored"] == 20
     later = AT + timedelta(hours=2)
     stage.band = BAND_B  # the range moved
     stage.process(_batch(NOTES[:5], later))  # 5 scored: 4 out (2 unstable), 1 in (unstable)
-    counts = unstable_counts(stage.flags, stage.unstable_since)
+    counts = unstable_counts(stage.flags, stage.unstable_since, stage.band)
     assert counts == {"out": 2, "in": 1, "scored": 5, "out_of_scope": 4, "since_scored": 20,
                       "since": later.isoformat(), "band": BAND_B}  # fmt: skip
     # the all-time flags still hold every range's: 4 + 4 + 2 out, 2 + 1 in
@@ -91,7 +91,41 @@ def test_a_refresh_that_moves_the_range_starts_the_counts_again_and_says_since_w
     restarted = _round_trip(stage)  # and the new range's start survives a restart
     restarted.band = BAND_B
     restarted.process(_batch([{"out_of_scope": False, "scope_unstable": True}], later))
-    assert unstable_counts(restarted.flags, restarted.unstable_since)["in"] == 2
+    assert unstable_counts(restarted.flags, restarted.unstable_since, restarted.band)["in"] == 2
+
+
+def test_a_moved_range_claims_no_count_before_a_batch_is_counted_under_it() -> None:
+    # a refresh (or a restart with another gold set) moved the range; no batch since: the
+    # counts kept are the old range's, and the reports state them under the new one's name
+    # (review of s39-oos: a resumed replay with another gold set said "606 ... lie in" the
+    # new range, counted under the old)
+    stage = AnnotationTotals()
+    stage.band = BAND_A
+    stage.process(_batch(NOTES))
+    stage.band = BAND_B
+    assert unstable_counts(stage.flags, stage.unstable_since, stage.band) == {
+        "out": 0, "in": 0, "scored": 0, "out_of_scope": 0, "since_scored": 10,
+        "since": None, "band": None}  # fmt: skip
+    restarted = _round_trip(stage)  # the same after a restart under the new range
+    restarted.band = BAND_B
+    assert unstable_counts(restarted.flags, restarted.unstable_since, restarted.band)["in"] == 0
+
+
+def test_a_gap_without_a_range_starts_the_counts_again_when_it_is_back() -> None:
+    # a refresh to a detector without the off-corpus range (band None), then back to the same
+    # range: the questions scored in between were marked by no range, so they are no part of
+    # its counts (review of s39-oos: they were, under "since the first start")
+    stage = AnnotationTotals()
+    stage.band = BAND_A
+    stage.process(_batch(NOTES))
+    stage.band = None
+    stage.process(_batch([{"out_of_scope": True}] * 4, AT + timedelta(hours=1)))
+    stage.band = BAND_A
+    later = AT + timedelta(hours=2)
+    stage.process(_batch(NOTES, later))
+    assert unstable_counts(stage.flags, stage.unstable_since, stage.band) == {
+        "out": 2, "in": 1, "scored": 10, "out_of_scope": 4, "since_scored": 14,
+        "since": later.isoformat(), "band": BAND_A}  # fmt: skip
 
 
 def test_a_state_kept_before_the_range_was_named_starts_the_counts_at_its_restore() -> None:
@@ -106,12 +140,12 @@ def test_a_state_kept_before_the_range_was_named_starts_the_counts_at_its_restor
         stage.restore(old)
         assert stage.unstable_since is None
         # before any batch: nothing counted under the range, all 2881 counted before
-        assert unstable_counts(stage.flags, None) == {
+        assert unstable_counts(stage.flags, None, None) == {
             "out": 0, "in": 0, "scored": 0, "out_of_scope": 0, "since_scored": 2881,
             "since": None, "band": None}  # fmt: skip
         stage.band = BAND_A
         stage.process(_batch(NOTES))
-        counts = unstable_counts(stage.flags, stage.unstable_since)
+        counts = unstable_counts(stage.flags, stage.unstable_since, stage.band)
         assert counts == {"out": 2, "in": 1, "scored": 10, "out_of_scope": 4,
                           "since_scored": 2881, "since": AT.isoformat(),
                           "band": BAND_A}  # fmt: skip
