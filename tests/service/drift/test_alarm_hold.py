@@ -20,7 +20,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from service.drift.stage import DriftStage
+from service.html import render_replay_html
+from service.jobs.replay import render_text
+from tests.service.html.samples import replay_report
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 NOVEL_WHY = "uncalibrated: novelty ROC AUC 0.700 is below the quality floor 0.75"
@@ -156,3 +161,33 @@ def test_a_confound_that_starts_while_the_alarm_is_open_does_not_end_it() -> Non
     test = _baseline(drift)
     assert test["state"] == "drift" and test["held"].startswith("confounded: language drifts")
     assert drift.take_alarms() == {("topic", "baseline"): 1, ("language", "baseline"): 1}
+
+
+def _held_then_ended(render: Any) -> tuple[str, str, str, str]:
+    """``(held text, the page or text while held, the suppression's reason, the page or
+    text once the whole topic dimension is suppressed)``, ``render`` making them."""
+    drift = _stage()
+    nxt = _feed(drift, [(3000, BASE), (720, BOTH), (1080, NOVEL_ONLY)])
+    doc = replay_report(extras=False)
+    doc["analytics"]["drift"] = drift.report()
+    held, while_held = _baseline(drift)["held"], render(doc)
+    why = "uncalibrated: topic kappa 0.10 below 0.4"
+    drift.suppress("topic", why)
+    _feed(drift, [(100, NOVEL_ONLY)], first=nxt)
+    doc["analytics"]["drift"] = drift.report()
+    return held, while_held, why, render(doc)
+
+
+def test_the_text_report_says_why_an_alarm_is_held_or_ended() -> None:
+    held, text, why, after = _held_then_ended(render_text)
+    assert f"  topic vs baseline drift held: {held}" in text.splitlines()
+    ended = [line for line in after.splitlines() if line.startswith("  ended  topic vs baseline")]
+    assert len(ended) == 1 and ended[0].endswith(f"the dimension raises no alarm now ({why})")
+
+
+@pytest.mark.slow
+def test_the_html_report_says_why_an_alarm_is_held_or_ended() -> None:
+    held, page, why, after = _held_then_ended(render_replay_html)
+    assert f"held: {held}" in page.replace("&#x27;", "'")
+    assert f"ended: the dimension raises no alarm now ({why})" in after
+    assert "hollow: it left (or its dimension stopped alarming: the table says why)." in after
