@@ -47,7 +47,10 @@ thresholds (significance plays no part in clearing). Unlike river detectors, not
 after an alarm: the state says whether the drift is still there. A report whose ``drift``
 is held this way — its own test would not raise an alarm (effect below ``min_*`` or p not
 below alpha) but the effect has not fallen below ``clear_*`` — says
-``held_by_hysteresis: true``.
+``held_by_hysteresis: true``. So does a test too short of events (``insufficient_data``)
+while the comparison was in ``drift``: not tested is not cleared, and the next test with
+enough events applies the clearing rule, not the alarm rule (:meth:`held_open`; before, a
+quiet night's thin window ended an alarm and the morning's test raised it again).
 
 >>> det = RateDriftDetector(reference=(5, 100), min_count=50,
 ...     windows=WindowConfig(window_s=600, test_every_s=60, baseline="none"))
