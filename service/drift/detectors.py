@@ -47,7 +47,10 @@ thresholds (significance plays no part in clearing). Unlike river detectors, not
 after an alarm: the state says whether the drift is still there. A report whose ``drift``
 is held this way — its own test would not raise an alarm (effect below ``min_*`` or p not
 below alpha) but the effect has not fallen below ``clear_*`` — says
-``held_by_hysteresis: true``.
+``held_by_hysteresis: true``. So does a test too short of events (``insufficient_data``)
+while the comparison was in ``drift``: not tested is not cleared, and the next test with
+enough events applies the clearing rule, not the alarm rule (:meth:`held_open`; before, a
+quiet night's thin window ended an alarm and the morning's test raised it again).
 
 >>> det = RateDriftDetector(reference=(5, 100), min_count=50,
 ...     windows=WindowConfig(window_s=600, test_every_s=60, baseline="none"))
@@ -60,7 +63,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -215,6 +218,18 @@ class _WindowedDetector:
         self._first_test: float | None = None
         self._last_test: float | None = None
 
+    def held_open(self, comparison: str) -> bool:
+        """Whether ``comparison``'s latest test lacked events (``insufficient_data``) while
+        it was in ``drift`` or held open so (its report's ``held_by_hysteresis``): not tested
+        is not cleared, so its next test with enough events judges it as still in ``drift``
+        (the clear rule: the effect below the ``clear_*`` thresholds ends it), not as a new
+        alarm. Before, a night's thin window ended an open alarm ("too few events to test")
+        and the morning's test raised it again (the demo: language, topic and terms, 7 h
+        apart). Kept in the report, so a restored snapshot keeps it too."""
+        report = self._reports.get(comparison)
+        return bool(report is not None and report.state == _INSUFFICIENT
+                    and report.held_by_hysteresis)  # fmt: skip
+
     def mean_window(self, comparison: str) -> float:
         """The mean count of ``comparison``'s current window over the tests so far, weighted
         by the event time each test stands for (since the test before), counting only windows
@@ -357,10 +372,13 @@ class _WindowedDetector:
                 kept[1] += t - last
             ref = self._reference if name == "reference" else self._windows.baseline()
             n_ref = sum(ref.values()) if ref is not None else 0
+            held = before == "drift" or self.held_open(name)
             if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
                 self._states[name] = _INSUFFICIENT
-                self._reports[name] = self._empty_report(name, t, n_ref, n_cur)
+                empty = self._empty_report(name, t, n_ref, n_cur)
+                self._reports[name] = replace(empty, held_by_hysteresis=True) if held else empty
                 continue
+            before = "drift" if held else before
             report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
             self.n_alarms += report.state == "drift" and before != "drift"
             self._states[name], self._reports[name] = report.state, report

@@ -357,7 +357,9 @@ class DriftStage:
         """Stop (``reason``: why, e.g. ``"uncalibrated: out_of_scope AUC 0.60 < floor
         0.75"``) or resume (``None``) alarms of ``dimension``. A suppressed dimension is still
         tested, but its state and its comparisons' states read ``uncalibrated`` and no alarm
-        is recorded; an alarm in progress is not ended by it.
+        is recorded. An alarm in progress ends there (the whole dimension is no longer a
+        fact): its entry in :attr:`alarms` reads ``uncalibrated`` with ``suppressed``, the
+        reason, recorded at the next test or the end of the next batch.
 
         Raises:
             ValueError: ``dimension`` is not one of :data:`DIMENSIONS`.
@@ -533,16 +535,58 @@ class DriftStage:
         per comparison (default: its detector's)."""
         if dim in self.suppressed:
             return UNCALIBRATED
-        if state == "drift" and self._confounded_now(dim, name, reports):
-            return UNCALIBRATED
         if state == "ok" and self.starved():
             return STARVED
+        if self._last_state.get(f"{dim}/{name}") == "drift" and (
+                state == "drift" or (state == "insufficient_data" and report is not None
+                                     and report.held_by_hysteresis)):  # fmt: skip
+            return "drift"  # an open alarm: held by the detector's hysteresis alone (held)
+        if state == "drift" and self._quieted(dim, report, name, reports):
+            return UNCALIBRATED
+        return state
+
+    def _quieted(self, dim: str, report: Any, name: str,
+                 reports: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:  # fmt: skip
+        """Why a test of ``dim``'s comparison ``name`` that reads ``drift`` opens no alarm
+        (``None``: it would): the dimension is confounded by another that drifts too
+        (:meth:`confound`), or every category rising in it is suppressed
+        (:meth:`suppress_category`, e.g. an uncalibrated ``novel``). ``report``: the test
+        (``None`` before the first one after a restore); ``reports``: as :meth:`_state_of`."""
+        if self._confounded_now(dim, name, reports):
+            return f"confounded: {self.confounded[dim][0]} drifts too"
         silenced = self.suppressed_categories.get(dim)
-        if silenced and state == "drift" and report is not None:
+        if silenced and report is not None:
             rising = {change.category for change in getattr(report, "rising", ())}
             if rising and rising <= silenced.keys():
-                return UNCALIBRATED
-        return state
+                named = ", ".join(f"{c} ({silenced[c]})" for c in sorted(rising))
+                return f"only {named} rises, which alone raises no alarm"
+        return None
+
+    def held(self, dim: str, name: str, report: Any,
+             reports: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:  # fmt: skip
+        """Why the open alarm of ``dim``'s comparison ``name`` is held although its latest
+        test (``report``) would not open one (``None``: it is not held this way), e.g.
+        ``"only novel (uncalibrated: …) rises, which alone raises no alarm; the alarm stays
+        open until the effect falls below half the threshold"``.
+
+        The rule (trial 24, MEDIUM 2): a category suppression or a confound decides only
+        whether a move into ``drift`` *opens* an alarm. Once open, the alarm is held by the
+        detector's hysteresis alone, whatever the calibration of the categories rising at a
+        later test or a confound says, and through tests too short of events
+        (``insufficient_data``: not tested is not cleared; the report says so in ``held``):
+        it ends when a test shows the effect below the ``clear_*`` thresholds (half the
+        alarm's), or when the whole dimension is suppressed (:meth:`suppress`: the entry
+        that ends it says why).
+        Before, an open topic alarm whose only rising category at one test was the
+        uncalibrated ``novel`` read ``uncalibrated`` there, left drift, and opened a new alarm
+        at the next test where another topic's rise was significant again: 3 alarms (and 3
+        "left drift" marks) for one growing change."""
+        if (report is None or report.state != "drift" or dim in self.suppressed
+                or self._last_state.get(f"{dim}/{name}") != "drift"):  # fmt: skip
+            return None
+        why = self._quieted(dim, report, name, reports)
+        return None if why is None else (f"{why}; the alarm stays open until the effect "
+                                         "falls below half the threshold")  # fmt: skip
 
     def _confounded_now(
         self, dim: str, name: str, reports: Mapping[str, Mapping[str, Any]] | None = None
@@ -795,7 +839,15 @@ class DriftStage:
         and its move into a drift :meth:`confound` keeps quiet (state ``uncalibrated``,
         ``tested_state`` ``"drift"``, ``confounded_by`` the other dimension: no alarm, but
         on record); ``reports``: each dimension's latest report per comparison (default: its
-        detector's)."""
+        detector's). An open alarm is held while its detector stays in ``drift`` or holds it
+        open untested, whatever the calibration of the categories rising at a later test or
+        a confound says (:meth:`held`); one ended by the whole dimension's suppression says
+        so (``suppressed``: why). So :attr:`alarms` holds an alarm's opening (state
+        ``drift``), its widenings (``widened``), its end (the state it moved to: ``ok``, or
+        ``starved`` for an ok test on starved windows; ``insufficient_data`` only where the
+        windows started afresh, e.g. a detector a restore left out; ``uncalibrated`` with
+        ``suppressed``) and the quiet drifts of a confound (``tested_state``), nothing
+        else."""
         for dim, det in self._detectors().items():
             latest = det.reports if reports is None else reports[dim]
             for name, report in latest.items():
@@ -825,6 +877,8 @@ class DriftStage:
                 if quiet:
                     entry["tested_state"] = "drift"
                     entry["confounded_by"] = self.confounded[dim][0]
+                if before == "drift" and dim in self.suppressed:  # ended: why, not "cleared"
+                    entry["suppressed"] = self.suppressed[dim]
                 entry.update(_what_moved(report.to_dict()))  # fmt: skip
                 if now == "drift" and dim in CATEGORICAL:
                     self._named[key] = self._rising_named(dim, entry)
@@ -947,6 +1001,13 @@ class DriftStage:
                 state = self._state_of(dim, test["state"], detector.reports[name], name)
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state
+                held = self.held(dim, name, detector.reports[name])
+                if test.get("tested_state") == "insufficient_data" and state == "drift":
+                    held = (f"not tested ({test.get('insufficient') or 'too few events'}); "
+                            "the alarm stays open until a test shows the effect below half "
+                            "the threshold")  # fmt: skip
+                if held is not None:  # open, though this test alone would open no alarm
+                    test["held_by_hysteresis"], test["held"] = True, held
             state = _overall(dim in self.suppressed, list(states.values()))
             if state != body["state"]:
                 body["tested_state"], body["state"] = body["state"], state

@@ -79,6 +79,8 @@ def drift_section(
             if test.get("held_by_hysteresis"):
                 held = True
                 state = Markup(f'{state} <span class="muted">held by hysteresis</span>')
+            if test.get("held"):  # an open alarm this test alone would not open: why
+                moved = f"{moved}; held: {test['held']}"
             rows.append(
                 [
                     dim,
@@ -144,7 +146,9 @@ def drift_section(
         if marks:  # only quiet entries: no alarm to draw (the table lists them)
             svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
             outside = (series or {}).get("outside_note", "") if buckets else ""
-            parts.append(figure(svg, "Filled: a comparison entered drift; hollow: it left."
+            ended = (" (or its dimension stopped alarming: the table says why)"
+                     if any(a.get("suppressed") for a in alarms) else "")  # fmt: skip
+            parts.append(figure(svg, f"Filled: a comparison entered drift; hollow: it left{ended}."
                                 + (f" {outside}" if outside else "")))  # fmt: skip
         parts.append(
             table(
@@ -258,6 +262,9 @@ def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if alarm.get("widened"):  # an open alarm widened: what rose since it opened, then all
         rest = _moved_alarm({k: v for k, v in alarm.items() if k != "widened"}, silenced)
         return f"now also rising: {', '.join(alarm['widened'])}; {rest}"
+    if alarm.get("suppressed"):  # ended by the whole dimension's suppression: not cleared
+        rest = _moved_alarm({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
+        return f"ended: the dimension raises no alarm now ({alarm['suppressed']}); {rest}"
     if "rising_terms" in alarm:
         return term_moves(alarm["rising_terms"])
     if "rate_current" in alarm:

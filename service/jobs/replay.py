@@ -608,6 +608,11 @@ def render_text(doc: ReplayReport) -> str:
                 untested.setdefault((name, test["insufficient"]), []).append(dim)
     lines += [f"  {', '.join(dims)} vs {name} not tested (insufficient_data): {why}"
               for (name, why), dims in untested.items()]  # fmt: skip
+    # an open alarm its latest test alone would not open (trial 24, MEDIUM 2: it flapped)
+    lines += [f"  {dim} vs {name} drift held: {test['held']}"
+              for dim in tested
+              for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
+              if test.get("held")]  # fmt: skip
     # the smallest change each comparison can alarm on at its sizes (trial 18: "ok" said
     # nothing of a 60-row gold set and 52 questions an hour seeing no planted change)
     lines += [f"  detectable: {test['detectable']['text']}"
@@ -652,6 +657,9 @@ def render_text(doc: ReplayReport) -> str:
                      if "rising" in alarm else "")  # fmt: skip
             lines.append(f"  quiet  {where}: tested drift{': ' + moved if moved else ''}; no "
                          f"alarm while {alarm.get('confounded_by')} drifts")  # fmt: skip
+        elif alarm.get("suppressed"):  # the whole dimension stopped alarming: not "cleared"
+            lines.append(f"  ended  {where}: the dimension raises no alarm now "
+                         f"({alarm['suppressed']})")  # fmt: skip
         elif alarm["state"] != "drift":
             why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
             lines.append(f"  ended  {where}: {why}")
