@@ -171,6 +171,18 @@ def test_deployment_probes_security_and_state_volume() -> None:
     assert "<=" in notes and "partitions" in notes
 
 
+def test_open_traces_are_flushed_at_a_stop_only_without_persistence() -> None:
+    """Without persistence the state is an emptyDir a rolling deploy replaces with the pod:
+    open traces kept at a stop would go with it, so the chart hands them out (session 39,
+    trial 24 HIGH 1); with the PersistentVolumeClaim it keeps the default (keep them)."""
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    block = re.search(r"\{\{-? if not \.Values\.persistence\.enabled \}\}(.*?)\{\{-? end \}\}",
+                      template, re.S)  # fmt: skip
+    assert block is not None
+    assert re.search(r'name: GOLDWATCH_TRACES__FLUSH_ON_STOP\s+value: "true"', block.group(1))
+    assert template.count("GOLDWATCH_TRACES__FLUSH_ON_STOP") == 1
+
+
 def test_values_schema_is_json_and_covers_every_top_level_value() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     assert schema["additionalProperties"] is False
