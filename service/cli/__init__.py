@@ -63,9 +63,13 @@ def main(verbose: int) -> None:
     """goldwatch: know, on live traffic, whether your RAG retrieval still works."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Keep third-party chatter (HTTP clients, Kafka internals) at INFO or quieter.
+    # Keep third-party chatter (HTTP clients, Kafka internals) quiet: their INFO lines (httpx
+    # logs every request, e.g. each gold-set call of an `http` retriever) only with -vv, and
+    # never their DEBUG.
     for name in ("httpx", "httpcore", "kafka"):
-        logging.getLogger(name).setLevel(max(level, logging.INFO))
+        logging.getLogger(name).setLevel(
+            logging.INFO if verbose >= 2 else max(level, logging.WARNING)
+        )
 
 
 for _command in (eval_command, serve_command, replay_command, demo_command, topics_group,
