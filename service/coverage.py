@@ -39,6 +39,7 @@ __all__ = [
     "UnderCovered",
     "document_counts",
     "gap_lower_bound",
+    "rise_lower_bound",
     "top_document",
     "under_covered",
     "wilson_bounds",
@@ -68,6 +69,23 @@ def wilson_bounds(successes: float, n: float, z: float = Z95) -> tuple[float, fl
 def wilson_lower(successes: float, n: float, z: float = Z95) -> float:
     """The lower end of :func:`wilson_bounds`, in [0, 1]."""
     return wilson_bounds(successes, n, z)[0]
+
+
+def rise_lower_bound(x1: float, n1: float, x2: float, n2: float, z: float = Z95) -> float:
+    """The lower end of Newcombe's (1998, method 10) hybrid score interval of
+    ``x1/n1 − x2/n2``, ``d − √((p1 − l1)² + (u2 − p2)²)`` from the Wilson intervals
+    ``(l, u)`` of each share, in [−1, 1]; −1 when either ``n`` is 0 (no evidence of a rise).
+    Plain floats: :func:`service.drift.stats_tests.newcombe_interval`'s lower end.
+
+    >>> round(rise_lower_bound(56, 70, 48, 80), 4)  # Newcombe 1998, example (a)
+    0.0524
+    """
+    if n1 <= 0 or n2 <= 0:
+        return -1.0
+    p1, p2 = x1 / n1, x2 / n2
+    l1 = wilson_lower(x1, n1, z)
+    u2 = wilson_bounds(x2, n2, z)[1]
+    return max(-1.0, p1 - p2 - sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2))
 
 
 def gap_lower_bound(

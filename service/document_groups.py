@@ -66,6 +66,7 @@ __all__ = [
     "group_labels",
     "grouped_note",
     "language_variant",
+    "uncovered_note",
 ]
 
 #: The ``harvest.document_groups`` value of the built-in language-code rule (the default).
@@ -256,3 +257,38 @@ def grouped_note(documents: Mapping[str, Any]) -> str:
         return ""
     return (f" ({grouped.get('documents', 0)} corpus documents grouped into "
             f"{grouped.get('groups', 0)} by language variant)")  # fmt: skip
+
+
+def uncovered_note(uncovered: Mapping[str, Any] | None) -> list[str]:
+    """The share of questions on documents no gold row asks about (a document summary's
+    ``uncovered``, :meth:`~service.harvest.signals.CoverageTracker.uncovered`): one line,
+    ``"documents the gold set does not cover: 68.0% of the recent questions (680 of 1,000)
+    [65.0%, 70.8%] against 38.2% before (998 of 2,600) [36.3%, 40.1%], 46.6% of all (1,678
+    of 3,600) [45.0%, 48.2%]: a coverage gap (the rise's 95 % lower bound 25.6 points ≥ 10,
+    harvest.min_uncovered_rise)"`` (Wilson intervals; Newcombe's for the rise); ``[]``
+    without it."""
+    if not uncovered:
+        return []
+
+    def share(part: Mapping[str, Any] | None, what: str) -> str:
+        part = part or {}
+        n = int(part.get("live_total") or 0)
+        if not n:
+            return f"none yet {what}"
+        x = int(part.get("live") or 0)
+        return (f"{x / n:.1%} {what} ({x:,} of {n:,}) "
+                f"[{float(part.get('low', 0)):.1%}, {float(part.get('high', 1)):.1%}]")  # fmt: skip
+
+    floor, rise = uncovered.get("min_rise"), uncovered.get("rise_low")
+    if floor is None:
+        verdict = "never a gap (harvest.min_uncovered_rise: null)"
+    elif rise is None:
+        verdict = "not tested yet (too few questions before the recent ones)"
+    else:
+        verdict = (f"{'a coverage gap' if uncovered.get('gap') else 'no gap'} (the rise's 95 % "
+                   f"lower bound {100 * rise:.1f} points {'≥' if uncovered.get('gap') else '<'} "
+                   f"{100 * floor:g}, harvest.min_uncovered_rise)")  # fmt: skip
+    return [f"documents the gold set does not cover: "
+            f"{share(uncovered.get('recent'), 'of the recent questions')} against "
+            f"{share(uncovered.get('earlier'), 'before')}, {share(uncovered, 'of all')}: "
+            f"{verdict}"]  # fmt: skip

@@ -143,6 +143,19 @@ class HarvestConfig(BaseModel):
             least counted are forgotten down to 90 % of it and their events still count in
             every document's live share. 10,000 (~0.4 MB of state at 40 bytes a label) is more
             documents than any set the project was tried on.
+        min_uncovered_rise: floor, in [0, 1], of the rise of the share of questions on
+            documents no gold row asks about (a question's document: its first production
+            passage's): the last ``gap_window`` such questions against all those before them,
+            the 95 % lower bound of the difference (Newcombe 1998, method 10). From it the
+            reports say "documents the gold set does not cover: … a coverage gap" and each
+            question on such a document takes that bound as its ``document`` coverage gap (so
+            ``coverage_gap`` from ``min_gap``). ``null``: the share is reported, never a gap.
+            Against earlier traffic, not the gold set (whose share is 0 by construction) nor a
+            fixed floor: in trial 24, production's first passage was on an uncovered article
+            for 35–39 % of the questions before any change (off-topic questions and multi-hop
+            ones land anywhere in 326 articles, 63 asked about), and 68 % after the surge of
+            questions on ~150 uncovered articles (each under 1 %, none with a gap of its own):
+            the rise's bound was 26 points.
         min_live_events: events counted before coverage gaps (events in ``gap_window``) and
             score quantiles are used.
         low_confidence_quantile: best production scores strictly below this quantile of
@@ -232,6 +245,7 @@ class HarvestConfig(BaseModel):
     min_live_events: int = Field(default=200, ge=1)
     document_groups: str = BUILT_IN
     max_documents: int = Field(default=10_000, ge=1, le=10_000_000)
+    min_uncovered_rise: float | None = Field(default=0.1, ge=0, le=1)
     low_confidence_quantile: float = Field(default=0.1, ge=0, le=0.5)
     score_window: int = Field(default=2_000, ge=10, le=1_000_000)
     max_rbo: float = Field(default=0.5, ge=0, le=1)

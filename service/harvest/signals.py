@@ -31,7 +31,14 @@ from functools import lru_cache
 from math import ceil
 from typing import Any, NamedTuple
 
-from service.coverage import UNDETERMINED, UnderCovered, gap_lower_bound, under_covered
+from service.coverage import (
+    UNDETERMINED,
+    UnderCovered,
+    gap_lower_bound,
+    rise_lower_bound,
+    under_covered,
+    wilson_bounds,
+)
 from service.document_groups import BUILT_IN, group_labels
 from service.events import QueryLogEvent, RetrievedPassage
 from service.harvest.config import REASONS, HarvestConfig
@@ -252,6 +259,12 @@ class CoverageTracker:
         window: most recent events counted (≥ 1).
         min_ratio: live share ÷ gold share from which a label can be under-covered (≥ 1).
         max_documents: documents the all-time counts hold at most (≥ 1).
+        min_uncovered_rise: floor in [0, 1] of the rise of the uncovered-documents share
+            (:meth:`uncovered`): while the 95 % lower bound of the window's share of events
+            on documents no gold row asks about less the share of the events before the
+            window (:func:`~service.coverage.rise_lower_bound`) is at least this, each such
+            event's ``document`` gap is at least that bound (a surge spread over many
+            documents, none with a gap of its own: trial 24); ``None``: off.
     """
 
     def __init__(
@@ -261,6 +274,7 @@ class CoverageTracker:
         window: int = 1_000,
         min_ratio: float = 2.0,
         max_documents: int = 10_000,
+        min_uncovered_rise: float | None = None,
     ) -> None:
         self.gold = {dim: dict(counts) for dim, counts in gold_counts.items()}
         self._gold_total = {dim: sum(c.values()) for dim, c in self.gold.items()}
@@ -279,6 +293,15 @@ class CoverageTracker:
         #: events of the documents forgotten from :attr:`document_totals` (≥ 0)
         self.documents_uncounted = 0
         self.max_documents = max_documents
+        #: the floor of the uncovered share's rise's 95 % lower bound (the window against
+        #: the events before it) from which every event on an uncovered document takes that
+        #: bound as its document gap (``None``: never)
+        self.min_uncovered_rise = min_uncovered_rise
+        #: window events whose document has no gold row (kept with the window)
+        self._uncovered = 0
+        #: [events on uncovered documents, events] given a document before the window (the
+        #: all-time counts less the window's; a forgotten document's events count as covered)
+        self._earlier = [0, 0]
         #: set_gold's count (a key of _document_memo: a gold refresh changes every gap)
         self._gold_generation = 0
         #: ((events counted, gold generation, min_gap), :meth:`document_gaps`' list): an
@@ -299,6 +322,7 @@ class CoverageTracker:
             self._gold_total[dim] = sum(self.gold[dim].values())
         self._gaps.clear()
         self._gold_generation += 1
+        self._count_uncovered()
 
     def update(self, annotations: Iterable[Mapping[str, Any]]) -> None:
         """Count each event's ``topic`` and ``language`` annotation (missing ones: ``und``)
@@ -339,9 +363,9 @@ class CoverageTracker:
             if len(self.document_totals) > self.max_documents:
                 self._forget_documents()
             if len(named) == len(documents):
-                out[DOCUMENT] = self._push_each(DOCUMENT, named)
+                out[DOCUMENT] = self._push_documents(named)
             else:
-                kept = iter(self._push_each(DOCUMENT, named))
+                kept = iter(self._push_documents(named))
                 out[DOCUMENT] = [0.0 if doc is None else next(kept) for doc in documents]
         for dim in ("topic", "language"):
             labels = [str(notes.get(dim) or "und") for notes in annotations]
@@ -384,6 +408,102 @@ class CoverageTracker:
                                                    ratio, label=label)  # fmt: skip
             gaps.append(gap)
         return gaps
+
+    def _push_documents(self, labels: list[str]) -> list[float]:
+        """:meth:`_push_each` of the ``document`` window, which also keeps the counts of its
+        events on documents without a gold row and of the events before it
+        (:meth:`uncovered`); with ``min_uncovered_rise`` set, an uncovered document's gap
+        is the larger of its own and the lower bound ``R`` of the uncovered share's rise
+        (window against earlier events) when ``R ≥ min_uncovered_rise`` (over the window as
+        it stands right after the event joined it, as every gap here)."""
+        gold = self.gold.get(DOCUMENT)
+        if not gold:
+            return self._push_each(DOCUMENT, labels)
+        window, counts, size = self._labels[DOCUMENT], self.live[DOCUMENT], self.window
+        gold_total = self._gold_total[DOCUMENT]
+        cache, ratio, least = self._gaps, self.min_ratio, self.min_live_events
+        floor = self.min_uncovered_rise
+        u = self._uncovered
+        earlier = self._earlier
+        gaps: list[float] = []
+        for label in labels:
+            if len(window) >= size:  # (the deque drops its oldest as the label joins)
+                old = window[0]
+                left = counts[old] - 1
+                if left:
+                    counts[old] = left
+                else:
+                    del counts[old]
+                earlier[1] += 1
+                if old not in gold:
+                    u -= 1
+                    earlier[0] += 1
+            window.append(label)
+            x = counts[label] = counts.get(label, 0) + 1
+            covered = label in gold
+            if not covered:
+                u += 1
+            n = len(window)
+            if n < least:
+                gaps.append(0.0)
+                continue
+            key = (DOCUMENT, label, x, n)
+            gap = cache.get(key)
+            if gap is None:
+                if len(cache) >= _MAX_GAPS:
+                    cache.clear()
+                gap = cache[key] = gap_lower_bound(x, n, gold.get(label, 0), gold_total,
+                                                   ratio, label=label)  # fmt: skip
+            if floor is not None and not covered and earlier[1] >= least:
+                rise = rise_lower_bound(u, n, earlier[0], earlier[1])
+                if rise >= floor and rise > gap:
+                    gap = rise
+            gaps.append(gap)
+        self._uncovered = u
+        return gaps
+
+    def _count_uncovered(self) -> None:
+        """Recount the window's events on documents without a gold row, and the earlier
+        events' (the gold counts, the window or the all-time counts were replaced)."""
+        gold = self.gold.get(DOCUMENT) or {}
+        self._uncovered = sum(n for doc, n in self.live[DOCUMENT].items() if doc not in gold)
+        every = sum(self.document_totals.values()) + self.documents_uncounted
+        uncovered = sum(n for doc, n in self.document_totals.items() if doc not in gold)
+        self._earlier = [max(0, uncovered - self._uncovered),
+                         max(0, every - len(self._labels[DOCUMENT]))]  # fmt: skip
+
+    def uncovered(self) -> dict[str, Any] | None:
+        """The share of live events whose document no gold row asks about: ``{"live": x,
+        "live_total": n, "low": lo, "high": hi, "recent": {…}, "earlier": {…}, "rise_low":
+        r, "min_rise": floor, "gap": bool}`` — all-time ``x`` of the ``n`` events given a
+        document (:attr:`document_totals`; the events of documents forgotten past
+        ``max_documents`` are in ``n`` only, so the share is under-, never over-stated) and
+        ``[lo, hi]`` its 95 % Wilson interval; ``recent`` the same of the window's events,
+        ``earlier`` of the events before the window (``{"live", "live_total", "low",
+        "high"}`` each); ``r`` the 95 % lower bound of recent share − earlier share
+        (:func:`~service.coverage.rise_lower_bound`; ``None`` before ``min_live_events``
+        events on each side); ``gap``: ``r`` is at least ``min_uncovered_rise`` (its
+        ``min_rise``; never when that is ``None``). ``None`` without gold document counts.
+        The gold set's share is 0 by construction: the test is against earlier traffic."""
+        gold = self.gold.get(DOCUMENT) or {}
+        if not gold:
+            return None
+        totals, forgotten = dict(self.document_totals), self.documents_uncounted
+        x = sum(c for doc, c in totals.items() if doc not in gold)
+        n = sum(totals.values()) + forgotten
+        u, m = self._uncovered, len(self._labels[DOCUMENT])
+        e, k = self._earlier
+        least, floor = self.min_live_events, self.min_uncovered_rise
+
+        def part(x: int, n: int) -> dict[str, Any]:
+            lo, hi = wilson_bounds(x, n)
+            return {"live": x, "live_total": n, "low": lo, "high": hi}
+
+        rise = rise_lower_bound(u, m, e, k) if m >= least and k >= least else None
+        return part(x, n) | {
+            "recent": part(u, m), "earlier": part(e, k), "rise_low": rise, "min_rise": floor,
+            "gap": floor is not None and rise is not None and rise >= floor,
+        }  # fmt: skip
 
     def gap(self, dimension: str, label: str | None) -> float:
         """How far ``label``'s live share is above its gold share (class docstring):
@@ -490,6 +610,7 @@ class CoverageTracker:
         self._labels[DOCUMENT] = deque(window, maxlen=self.window)
         self.live[DOCUMENT] = Counter(window)
         self._document_memo = None
+        self._count_uncovered()
         if len(totals) > self.max_documents:
             self._forget_documents()
         return moved, dropped
@@ -521,6 +642,7 @@ class CoverageTracker:
         if len(self.document_totals) > self.max_documents:
             self._forget_documents()
         self._document_memo = None
+        self._count_uncovered()
 
 
 def _spread(counts: Mapping[str, int], size: int) -> list[str]:

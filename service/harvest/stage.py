@@ -290,7 +290,8 @@ class HarvestStage:
         self.clock = clock
         self.coverage = CoverageTracker(gold_counts or {}, config.min_live_events,
                                         config.gap_window, config.min_gap_ratio,
-                                        config.max_documents)  # fmt: skip
+                                        config.max_documents,
+                                        config.min_uncovered_rise)  # fmt: skip
         self.scores = ScoreWindow(config.score_window, config.min_live_events)
         cosine = config.embedding_similarity
         lsh = memo("lsh-parameters", [config.similarity, config.num_perm, _datasketch_version()],
@@ -1157,7 +1158,12 @@ class HarvestStage:
         documents the gold set asks about, ``d`` the corpus's (a group of language variants
         counting once), and, when some were grouped, ``"grouped": {"documents": m,
         "groups": g}``: ``m`` corpus documents in ``g`` groups (each group's label says its
-        variants). ``None`` when the corpus names no document (no document dimension)."""
+        variants); when the gold set asks about fewer documents than the corpus holds,
+        ``"uncovered"``: the share of the questions on documents no gold row asks about
+        (:meth:`CoverageTracker.uncovered`: all-time, over ``gap_window`` and before it,
+        with 95 % Wilson intervals, and whether the rise's lower bound reaches
+        ``min_uncovered_rise``). ``None`` when the corpus names no document (no document
+        dimension)."""
         if not self.documents:
             return None
         gaps = self.coverage.document_gaps(self.config.min_gap)
@@ -1178,7 +1184,10 @@ class HarvestStage:
             "gold_documents": len(gold),
             "documents": self._n_documents,
         } | ({"grouped": {"documents": self._n_grouped, "groups": self._n_groups}}
-             if self._n_grouped else {})  # fmt: skip
+             if self._n_grouped else {}) | (
+            {"uncovered": uncovered}
+            if len(gold) < self._n_documents and (uncovered := self.coverage.uncovered())
+            else {})  # fmt: skip
 
     def state_snapshot(self) -> Any:
         """Trackers, recent event ids, the ids of the suggestions held (in order) and, in
@@ -1378,7 +1387,8 @@ class HarvestStage:
             decided.popitem(last=False)
         coverage = CoverageTracker(self.coverage.gold, config.min_live_events,
                                    config.gap_window, config.min_gap_ratio,
-                                   config.max_documents)  # fmt: skip
+                                   config.max_documents,
+                                   config.min_uncovered_rise)  # fmt: skip
         coverage.load(snapshot.get("coverage", {}))
         # a document the corpus no longer has (it changed between runs) can never be covered:
         # its all-time count would keep it listed as under-covered for good; one saved under

@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.document_groups import grouped_note
+from service.document_groups import grouped_note, uncovered_note
 from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
@@ -395,8 +395,10 @@ def document_gap_table(documents: Any) -> list[Markup]:
     more = n_gaps - len(gaps) if isinstance(n_gaps, int) else 0
     asked = (f"the gold set asks about {documents.get('gold_documents', 0)} of the corpus's "
              f"{documents.get('documents', 0)} documents{grouped_note(documents)}")  # fmt: skip
+    share = _uncovered_para(documents.get("uncovered"))
     if not gaps:
-        return [para(f"No document is under-covered by the gold set ({asked}).", "meta")]
+        return [para(f"No document is under-covered by the gold set ({asked}).", "meta"),
+                *share]  # fmt: skip
     body = [[str(g.get("document", "")), f"{g.get('live', 0):,} of {g.get('live_total', 0):,}",
              f"{g.get('gold', 0)} of {g.get('gold_total', 0)}", g.get("gap")]
             for g in gaps]  # fmt: skip
@@ -407,7 +409,21 @@ def document_gap_table(documents: Any) -> list[Markup]:
              + (f"; the {len(gaps)} largest of {n_gaps}." if more > 0 else "."), "meta"),
         table(["document", "questions (live)", "gold references", "gap"], body,
               text_columns=(0,)),
+        *share,
     ]  # fmt: skip
+
+
+def _uncovered_para(uncovered: Any) -> list[Markup]:
+    """The share of questions on documents no gold row asks about (a document summary's
+    ``uncovered``: :func:`service.jobs.replay.uncovered_lines`' line, "warn" styled when it
+    is a gap); empty without it."""
+    if not isinstance(uncovered, Mapping):
+        return []
+    lines = uncovered_note(uncovered)
+    if not lines:
+        return []
+    text = lines[0].strip()
+    return [para(text[0].upper() + text[1:] + ".", "warn" if uncovered.get("gap") else "meta")]
 
 
 def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:

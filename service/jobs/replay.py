@@ -81,7 +81,7 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
-from service.document_groups import grouped_note
+from service.document_groups import grouped_note, uncovered_note
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     operating_point_summary,
@@ -1048,7 +1048,8 @@ def document_gap_lines(documents: Mapping[str, Any] | None) -> list[str]:
             + (listed or "none")
             + (f" (and {more} smaller gaps)" if more > 0 else "")
             + f"; the gold set asks about {documents.get('gold_documents', 0)} of "
-            f"{documents.get('documents', 0)} documents{grouped_note(documents)}"]  # fmt: skip
+            f"{documents.get('documents', 0)} documents{grouped_note(documents)}"
+            ] + [f"  {line}" for line in uncovered_note(documents.get("uncovered"))]  # fmt: skip
 
 
 def _shadow_lines(shadow: ShadowStageReport | None, min_n: int = FEW_RESULTS) -> list[str]:

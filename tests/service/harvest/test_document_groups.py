@@ -261,7 +261,7 @@ def test_the_variants_share_one_gap() -> None:
     ]
     assert report["gaps"][0]["gap"] == pytest.approx(L_2_OF_3, abs=1e-6)
     assert report["documents"] == 2 and report["grouped"] == {"documents": 2, "groups": 1}
-    [line] = document_gap_lines(report)
+    line = document_gap_lines(report)[0]  # (the next: the uncovered share, its own test)
     assert "a.html (2 variants: de, en) 66.7% live (2 of 3 questions)" in line
     assert line.endswith("of 2 documents (2 corpus documents grouped into 1 by language variant)")
     assert "grouped into 1 by language variant" in "".join(document_gap_table(report))

@@ -1,0 +1,195 @@
+"""The share of questions on documents no gold row asks about (trial 24, MEDIUM 5).
+
+From hour 48, 45 % of the trial's questions asked about ~150 articles no gold row covers,
+each under 1 % of the traffic: no single document had a coverage gap, so nothing said "new
+articles". :meth:`CoverageTracker.uncovered` is the aggregate (all-time, over the window and
+before it, with 95 % Wilson intervals). The gold set's share is 0 by construction, so the
+test is the rise against earlier traffic: ``harvest.min_uncovered_rise`` is the floor of the
+95 % lower bound of recent share − earlier share (Newcombe 1998, method 10), from which
+each question on an uncovered document takes that bound as its ``document`` gap
+(``coverage_gap`` from ``min_gap``).
+
+The scenario: a window of 10, twenty questions on the covered document "a", then one on
+each of ten uncovered ones. Hand-worked bounds (z = 1.959964, z² = 3.841459):
+
+* Wilson of 0 of m: [0, z²/(m + z²)]: 0 of 14 → 0.215311, 0 of 15 → 0.203883, 0 of 20 →
+  0.161125; of m of m: [m/(m + z²), 1]: 10 of 10 → 0.722467;
+* Wilson lower of 4 of 10: centre 0.4 + z²/20 = 0.592073, half z √(0.024 + z²/400) =
+  0.359287, scale 1.384146 → 0.168180; of 5 of 10: 0.236593; of 1 of 10 (one uncovered
+  document's own gap, gold share 0): 0.017876;
+* the rise's lower bound d − √((p1 − l1)² + (u2 − p2)²): 4 of 10 against 0 of 14:
+  0.4 − √(0.231820² + 0.215311²) = 0.083616 (under the 0.1 floor); 5 of 10 against 0 of
+  15: 0.5 − √(0.263407² + 0.203883²) = 0.166906; 10 of 10 against 0 of 20:
+  1 − √(0.277533² + 0.161125²) = 0.679086;
+* all time 10 of 30: Wilson [0.192305, 0.512199].
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from service.coverage import rise_lower_bound
+from service.document_groups import uncovered_note
+from service.harvest import HarvestStage
+from service.harvest.config import HarvestConfig
+from service.harvest.signals import DOCUMENT, CoverageTracker
+from service.html.extras import document_gap_table
+from service.jobs.replay import document_gap_lines
+from tests.service.harvest.helpers import batch, event
+
+R_4, R_5, R_10 = 0.083616, 0.166906, 0.679086
+L_1_OF_10 = 0.017876
+L_10_OF_30, U_10_OF_30, U_0_OF_20, L_10_OF_10 = 0.192305, 0.512199, 0.161125, 0.722467
+NOTES = {"language": "en", "topic": "fees"}
+UNCOVERED = list("bcdefghijk")
+DOCS = ["a"] * 20 + UNCOVERED
+
+
+def _tracker(floor: float | None = 0.1) -> CoverageTracker:
+    return CoverageTracker({DOCUMENT: {"a": 1}, "language": {"en": 1}}, min_live_events=1,
+                           window=10, min_uncovered_rise=floor)  # fmt: skip
+
+
+def _push(tracker: CoverageTracker, docs: list[str]) -> list[float]:
+    return tracker.update_each([dict(NOTES) for _ in docs], list(docs))[DOCUMENT]
+
+
+def test_the_rise_bound_is_newcombe_s() -> None:
+    assert rise_lower_bound(56, 70, 48, 80) == pytest.approx(0.0524, abs=1e-4)  # his (a)
+    assert rise_lower_bound(4, 10, 0, 14) == pytest.approx(R_4, abs=1e-6)
+    assert rise_lower_bound(10, 10, 0, 20) == pytest.approx(R_10, abs=1e-6)
+    assert rise_lower_bound(1, 0, 1, 1) == -1.0
+
+
+def test_an_uncovered_document_takes_the_rise_s_bound_once_it_reaches_the_floor() -> None:
+    gaps = _push(_tracker(), DOCS)
+    assert gaps[:20] == [0.0] * 20  # the covered document: its share is its gold share's
+    assert R_4 < 0.1 <= R_5
+    assert gaps[23] == pytest.approx(L_1_OF_10, abs=1e-6)  # "e": 4 of 10, its own gap
+    assert gaps[24] == pytest.approx(R_5, abs=1e-6)  # "f": 5 of 10 against 0 of 15
+    assert gaps[29] == pytest.approx(R_10, abs=1e-6)
+    alone = _push(_tracker(None), DOCS)  # no floor: each document's own gap only
+    assert alone[24] == pytest.approx(L_1_OF_10, abs=1e-6)
+    assert alone[29] == pytest.approx(L_1_OF_10, abs=1e-6)
+
+
+def test_the_share_all_time_recent_and_before_with_intervals() -> None:
+    tracker = _tracker()
+    _push(tracker, DOCS)
+    share = tracker.uncovered()
+    assert share is not None
+    assert (share["live"], share["live_total"]) == (10, 30)
+    assert share["low"] == pytest.approx(L_10_OF_30, abs=1e-6)
+    assert share["high"] == pytest.approx(U_10_OF_30, abs=1e-6)
+    assert (share["recent"]["live"], share["recent"]["live_total"]) == (10, 10)
+    assert share["recent"]["low"] == pytest.approx(L_10_OF_10, abs=1e-6)
+    assert (share["earlier"]["live"], share["earlier"]["live_total"]) == (0, 20)
+    assert share["earlier"]["high"] == pytest.approx(U_0_OF_20, abs=1e-6)
+    assert share["rise_low"] == pytest.approx(R_10, abs=1e-6)
+    assert share["gap"] is True and share["min_rise"] == 0.1
+    # ten more on "a": the window holds none uncovered, the ten before it all
+    assert _push(tracker, ["a"] * 10) == [0.0] * 10
+    share = tracker.uncovered()
+    assert share is not None
+    assert (share["recent"]["live"], share["earlier"]["live"], share["earlier"]["live_total"]) == (
+        0, 10, 30)  # fmt: skip
+    assert share["rise_low"] < 0 and share["gap"] is False
+    fresh = _tracker()
+    _push(fresh, ["b"] * 10)  # nothing before the window yet: not tested
+    first = fresh.uncovered()
+    assert first is not None and first["rise_low"] is None and first["gap"] is False
+    assert CoverageTracker({"language": {"en": 1}}).uncovered() is None  # no gold documents
+
+
+def test_the_counts_follow_gold_refreshes_and_restores() -> None:
+    tracker = _tracker()
+    _push(tracker, DOCS)
+    tracker.set_gold({DOCUMENT: {"a": 1, "b": 1}})  # a new gold row asks about "b"
+    share = tracker.uncovered()
+    assert share is not None
+    assert (share["recent"]["live"], share["earlier"]["live"], share["live"]) == (9, 0, 9)
+    assert share["earlier"]["live_total"] == 20
+    restored = _tracker()
+    restored.set_gold({DOCUMENT: {"a": 1, "b": 1}})
+    restored.load(tracker.state())
+    again = restored.uncovered()
+    assert again is not None
+    assert (again["recent"], again["earlier"]) == (share["recent"], share["earlier"])
+
+
+def test_the_floor_is_a_setting() -> None:
+    assert HarvestConfig().min_uncovered_rise == 0.1
+    assert HarvestConfig(min_uncovered_rise=None).min_uncovered_rise is None
+    with pytest.raises(ValueError, match="min_uncovered_rise"):
+        HarvestConfig(min_uncovered_rise=1.5)
+
+
+def _stage(floor: float | None, corpus: dict[str, str]) -> HarvestStage:
+    config = HarvestConfig(flush_interval_s=0.0, min_live_events=1, gap_window=10,
+                           min_uncovered_rise=floor)  # fmt: skip
+    gold = {"language": {"en": 4}, "topic": {"fees": 4}, DOCUMENT: {"a": 1}}
+    return HarvestStage(config, gold_counts=gold, documents=corpus)
+
+
+CORPUS = {f"p-{doc}": doc for doc in ["a", *UNCOVERED]}
+
+
+def _question(i: int) -> str:
+    """Thirty questions no two alike (the harvest merges near-duplicates)."""
+    return " ".join(hashlib.sha256(f"{i}-{k}".encode()).hexdigest()[:7] for k in range(6))
+
+
+def _run(stage: HarvestStage) -> dict[str, dict[str, Any]]:
+    """The questions of DOCS, production's first passage on their document."""
+    events = [event(f"e{i}", _question(i), results=[(f"p-{doc}", 2.0)])
+              for i, doc in enumerate(DOCS)]  # fmt: skip
+    stage.process(batch(events, [dict(NOTES) for _ in events]))
+    return {row["question"]: dict(row) for row in stage.records()}
+
+
+def test_the_harvest_gives_coverage_gap_by_document_when_the_share_rose() -> None:
+    rows = _run(_stage(0.1, CORPUS))
+    last = rows[_question(29)]
+    assert "coverage_gap" in last["reasons"] and last["gap_dimension"] == DOCUMENT
+    assert last["gap"] == pytest.approx(R_10, abs=1e-6)
+    assert rows[_question(24)]["gap"] == pytest.approx(R_5, abs=1e-6)
+    # "e" keeps its own gap, 0.017876, under min_gap 0.02: no reason, no suggestion
+    assert _question(23) not in rows
+    assert sorted(rows) == sorted(_question(i) for i in range(24, 30))
+    assert _run(_stage(None, CORPUS)) == {}
+
+
+def test_the_reports_show_the_share_when_some_document_has_no_gold_row() -> None:
+    stage = _stage(0.1, CORPUS)
+    _run(stage)
+    report = stage.document_gaps(10)
+    assert report is not None
+    share = report["uncovered"]
+    assert (share["live"], share["live_total"], share["gap"]) == (10, 30, True)
+    [line] = uncovered_note(share)
+    assert line == (
+        "documents the gold set does not cover: 100.0% of the recent questions (10 of 10) "
+        "[72.2%, 100.0%] against 0.0% before (0 of 20) [0.0%, 16.1%], 33.3% of all (10 of 30) "
+        "[19.2%, 51.2%]: a coverage gap (the rise's 95 % lower bound 67.9 points ≥ 10, "
+        "harvest.min_uncovered_rise)")  # fmt: skip
+    assert document_gap_lines(report)[-1] == "  " + line
+    html = "".join(document_gap_table(report))
+    assert "Documents the gold set does not cover: 100.0% of the recent questions" in html
+    covered = _stage(0.1, {"p-a": "a"})  # every corpus document has a gold row: no share
+    _run(covered)
+    report = covered.document_gaps(10)
+    assert report is not None and "uncovered" not in report
+    assert uncovered_note(None) == []
+    assert uncovered_note({**share, "gap": False, "rise_low": 0.05})[0].endswith(
+        "no gap (the rise's 95 % lower bound 5.0 points < 10, harvest.min_uncovered_rise)"
+    )
+    assert uncovered_note({**share, "min_rise": None})[0].endswith(
+        "never a gap (harvest.min_uncovered_rise: null)"
+    )
+    assert uncovered_note({**share, "rise_low": None, "earlier": {"live_total": 0}})[0] == (
+        "documents the gold set does not cover: 100.0% of the recent questions (10 of 10) "
+        "[72.2%, 100.0%] against none yet before, 33.3% of all (10 of 30) [19.2%, 51.2%]: "
+        "not tested yet (too few questions before the recent ones)")  # fmt: skip
