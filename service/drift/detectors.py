@@ -50,7 +50,10 @@ below alpha) but the effect has not fallen below ``clear_*`` — says
 ``held_by_hysteresis: true``. So does a test too short of events (``insufficient_data``)
 while the comparison was in ``drift``: not tested is not cleared, and the next test with
 enough events applies the clearing rule, not the alarm rule (:meth:`held_open`; before, a
-quiet night's thin window ended an alarm and the morning's test raised it again).
+quiet night's thin window ended an alarm and the morning's test raised it again) — for at
+most :meth:`hold_untested_s` of event time since the comparison's latest test with enough
+events (a day, or its window span when longer); a test too short of events after that holds
+nothing (the alarm ends ``insufficient_data``).
 
 >>> det = RateDriftDetector(reference=(5, 100), min_count=50,
 ...     windows=WindowConfig(window_s=600, test_every_s=60, baseline="none"))
@@ -108,6 +111,13 @@ State = Literal["ok", "drift", "insufficient_data"]
 #: Tables whose JSD lower bound a categorical detector remembers (the latest ones).
 JSD_BOUNDS_KEPT = 16
 _INSUFFICIENT: State = "insufficient_data"
+#: The least event time, seconds, an open alarm is held through tests too short of events
+#: (counted from its comparison's latest test with enough events; the comparison's window
+#: span when longer, :meth:`_WindowedDetector.hold_untested_s`): a night's thin windows keep
+#: it, a lasting fall of the traffic under ``min_count`` ends it ``insufficient_data``
+#: (review s39-rev-flap: held without a bound, an alarm stayed ``drift`` for good, through
+#: restarts, on a stream that had gone back to its baseline mix but stayed thin).
+HOLD_UNTESTED_S = 86_400.0
 _DEFAULT_WINDOWS = WindowConfig()
 
 
@@ -217,6 +227,16 @@ class _WindowedDetector:
         self._window_time: dict[str, list[float]] = {name: [0.0, 0.0] for name in names}
         self._first_test: float | None = None
         self._last_test: float | None = None
+        #: comparison -> the event time (Unix seconds) of its latest test with enough events
+        self._tested_at: dict[str, float] = {}
+
+    def hold_untested_s(self, comparison: str) -> float:
+        """How long, seconds of event time since ``comparison``'s latest test with enough
+        events, tests too short of events hold its open alarm (:meth:`held_open`):
+        :data:`HOLD_UNTESTED_S`, or the comparison's window span when longer."""
+        config = self.windows
+        span = config.reference_window_s if comparison == "reference" else config.window_s
+        return max(HOLD_UNTESTED_S, float(span))
 
     def held_open(self, comparison: str) -> bool:
         """Whether ``comparison``'s latest test lacked events (``insufficient_data``) while
@@ -374,11 +394,13 @@ class _WindowedDetector:
             n_ref = sum(ref.values()) if ref is not None else 0
             held = before == "drift" or self.held_open(name)
             if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
+                held = held and t - self._tested_at.get(name, t) < self.hold_untested_s(name)
                 self._states[name] = _INSUFFICIENT
                 empty = self._empty_report(name, t, n_ref, n_cur)
                 self._reports[name] = replace(empty, held_by_hysteresis=True) if held else empty
                 continue
             before = "drift" if held else before
+            self._tested_at[name] = t
             report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
             self.n_alarms += report.state == "drift" and before != "drift"
             self._states[name], self._reports[name] = report.state, report
@@ -409,6 +431,7 @@ class _WindowedDetector:
             "busiest": dict(self.busiest),
             "window_time": {name: list(kept) for name, kept in self._window_time.items()},
             "tests_at": [self._first_test, self._last_test],
+            "tested_at": dict(self._tested_at),
         }
 
     def restore(self, state: dict[str, Any] | None) -> Self:
@@ -442,6 +465,11 @@ class _WindowedDetector:
         for name, kept in (state.get("window_time") or {}).items():  # (older: none)
             if name in self._window_time:
                 self._window_time[name] = [float(kept[0]), float(kept[1])]
+        # (older snapshots: none; a restored report's test is the latest one known)
+        tested = state.get("tested_at")
+        if not isinstance(tested, dict):
+            tested = {name: report.timestamp for name, report in self._reports.items()}
+        self._tested_at = {str(k): float(v) for k, v in tested.items() if k in self._states}
         first, last = state.get("tests_at") or (None, None)
         self._first_test = None if first is None else float(first)
         self._last_test = None if last is None else float(last)

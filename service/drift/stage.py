@@ -573,7 +573,9 @@ class DriftStage:
         whether a move into ``drift`` *opens* an alarm. Once open, the alarm is held by the
         detector's hysteresis alone, whatever the calibration of the categories rising at a
         later test or a confound says, and through tests too short of events
-        (``insufficient_data``: not tested is not cleared; the report says so in ``held``):
+        (``insufficient_data``: not tested is not cleared; the report says so in ``held``;
+        for at most the detector's ``hold_untested_s``, a day or the window span, since the
+        latest test with enough events: a lasting fall of the traffic ends it not tested):
         it ends when a test shows the effect below the ``clear_*`` thresholds (half the
         alarm's), or when the whole dimension is suppressed (:meth:`suppress`: the entry
         that ends it says why).
@@ -844,8 +846,9 @@ class DriftStage:
         a confound says (:meth:`held`); one ended by the whole dimension's suppression says
         so (``suppressed``: why). So :attr:`alarms` holds an alarm's opening (state
         ``drift``), its widenings (``widened``), its end (the state it moved to: ``ok``, or
-        ``starved`` for an ok test on starved windows; ``insufficient_data`` only where the
-        windows started afresh, e.g. a detector a restore left out; ``uncalibrated`` with
+        ``starved`` for an ok test on starved windows; ``insufficient_data`` where the windows
+        started afresh, e.g. a detector a restore left out, or where they stayed too short of
+        events longer than the detector's ``hold_untested_s``; ``uncalibrated`` with
         ``suppressed``) and the quiet drifts of a confound (``tested_state``), nothing
         else."""
         for dim, det in self._detectors().items():
@@ -1003,9 +1006,11 @@ class DriftStage:
                     test["tested_state"], test["state"] = test["state"], state
                 held = self.held(dim, name, detector.reports[name])
                 if test.get("tested_state") == "insufficient_data" and state == "drift":
+                    bound = _duration(detector.hold_untested_s(name))
                     held = (f"not tested ({test.get('insufficient') or 'too few events'}); "
                             "the alarm stays open until a test shows the effect below half "
-                            "the threshold")  # fmt: skip
+                            f"the threshold, or {bound} pass since its latest test with "
+                            "enough events (it then ends, not tested)")  # fmt: skip
                 if held is not None:  # open, though this test alone would open no alarm
                     test["held_by_hysteresis"], test["held"] = True, held
             state = _overall(dim in self.suppressed, list(states.values()))

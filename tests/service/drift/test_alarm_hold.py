@@ -121,7 +121,10 @@ def test_an_open_alarm_is_held_through_a_window_too_short_to_test() -> None:
     test = _baseline(drift)
     assert (test["state"], test["tested_state"]) == ("drift", "insufficient_data")
     assert test["held_by_hysteresis"] is True
-    held = "the alarm stays open until a test shows the effect below half the threshold"
+    held = (
+        "the alarm stays open until a test shows the effect below half the threshold, or "
+        "24 h pass since its latest test with enough events (it then ends, not tested)"
+    )
     assert test["held"].startswith("not tested (") and test["held"].endswith(held)
     assert drift.states()["topic"] == "drift"
     # the restore path: the held state is in the detector's report, so a restart keeps it
@@ -134,6 +137,30 @@ def test_an_open_alarm_is_held_through_a_window_too_short_to_test() -> None:
         assert _topic(stage) == [("drift", ["novel", "x"])]
     assert drift.take_alarms() == {("topic", "baseline"): 1}
     assert rerun.take_alarms() == {}  # (the restored open alarm was counted by the first)
+
+
+def test_a_lasting_fall_of_the_traffic_ends_the_held_alarm_after_a_day_untested() -> None:
+    """After the alarm opens, the traffic goes back to the baseline's mix but stays at one
+    event every 5 min (12 in a 1 h window, under the 200 a test needs) for good. Without a
+    bound (review s39-rev-flap) the alarm read ``drift`` for ever, through restarts: no test
+    could end it. Held through the first day (a night's thin windows), ended not tested
+    after it; a restored snapshot ends it at the same test."""
+    drift = _stage()
+    nxt = _feed(drift, [(3000, BASE), (720, BOTH)])
+    opened = _baseline(drift)["timestamp"]
+    nxt = _feed(drift, [(200, BASE)], first=nxt, step_s=300)  # 16.7 h: held
+    assert _baseline(drift)["state"] == "drift" and drift.states()["topic"] == "drift"
+    rerun = _stage()  # the bound's start is in the snapshot: a restart keeps it
+    rerun.restore(json.loads(json.dumps(drift.state_snapshot())))
+    for stage in (drift, rerun):
+        _feed(stage, [(200, BASE)], first=nxt + 200 * 29, step_s=300)  # to 33 h: ended
+        assert _topic(stage) == [("drift", ["novel", "x"]), ("insufficient_data", [])]
+        ended = stage.alarms[-1]["timestamp"]
+        # a day after the latest test with enough events (the 1 h window drains in < 1 h)
+        assert 86_400 <= ended - opened < 86_400 + 3600
+        test = _baseline(stage)
+        assert test["state"] == "insufficient_data" and "held" not in test
+        assert stage.states()["topic"] == "insufficient_data"
 
 
 def test_the_whole_dimension_suppressed_ends_the_alarm_and_says_why() -> None:
