@@ -109,6 +109,7 @@ from service.text.subject import subject
 
 __all__ = [
     "LiveQualityStage",
+    "add_paired_tests",
     "coverage_note",
     "known_refusal_text",
     "language_lines",
@@ -662,9 +663,22 @@ class LiveQualityStage:
         read (:attr:`~service.quality.acl.AccessPolicy.restricted_from_a_role`; an ACL listing every
         role restricts nothing); ``passages_with_acl``: passages with a non-empty ACL.
         """
+        out, paired = self.report_and_paired(shadow)
+        add_paired_tests(out, paired, self.k, self.production)
+        return out
+
+    def report_and_paired(
+        self, shadow: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, list[float]]]]:
+        """:meth:`report` without the paired tests by distinct question, and the paired cells
+        they are computed from (candidate → gold id → the 7 sums of :func:`~service.quality.
+        by_group.paired_by_question`), both taken under the stage's lock: for
+        :func:`add_paired_tests` after the caller released its own lock
+        (``Runtime.quality_report`` holds the pipeline's; the tests' 60,000 resamples per
+        candidate take ~0.1 s on 40 questions, ~0.7 s on 400, ~6 s on 2,000)."""
         with self._lock:
             known = {name: _means(cell) for name, cell in sorted(self._totals.items())}
-            paired_cells = {}
+            paired_cells: dict[str, dict[str, list[float]]] = {}
             for name, cells in self._paired.items():
                 if name in known and name != self.production:
                     known[name]["paired"] = _paired_means(_sum_cells(cells.values(), 7))
@@ -717,12 +731,7 @@ class LiveQualityStage:
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
-        # by distinct question (outside the lock: a few thousand resamples per metric)
-        for name, cells in paired_cells.items():
-            known[name]["paired"]["by_question"] = paired_by_question(
-                cells, name, self.k, self.production
-            )
-        return out
+        return out, paired_cells
 
     def _by_group(self) -> dict[str, Any]:
         """Production's known-question figures per gold-row ``kind`` and ``topic``, all-time
@@ -1291,3 +1300,19 @@ def _acl_rows(counts: Mapping[tuple[str, str, str], int], kind: str) -> list[dic
         }
         for r, role in keys
     ]
+
+
+def add_paired_tests(
+    report: dict[str, Any],
+    paired: Mapping[str, Mapping[str, Sequence[float]]],
+    k: int,
+    production: str,
+) -> None:
+    """Set each candidate's ``known[candidate]["paired"]["by_question"]`` in ``report`` (of
+    :meth:`LiveQualityStage.report_and_paired`) to the paired tests by distinct question on
+    its ``paired`` cells (:func:`~service.quality.by_group.paired_by_question`; ``None``
+    without a question both were scored on): the seconds of resampling, out of any lock."""
+    for name, cells in paired.items():
+        report["known"][name]["paired"]["by_question"] = paired_by_question(
+            cells, name, k, production
+        )

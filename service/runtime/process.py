@@ -38,7 +38,7 @@ from service.harvest.signals import DOCUMENT
 from service.pacing import Backoff
 from service.pipeline import Stage
 from service.quality.known import KnownQuestionIndex
-from service.quality.stage import recent_known_hits, recent_known_text
+from service.quality.stage import add_paired_tests, recent_known_hits, recent_known_text
 from service.records import PII_TYPES, GoldQuestion
 from service.runtime.live import (
     build_live,
@@ -732,16 +732,19 @@ class Runtime:
         try:
             self.live.collect_shadow()
             shadow = self.live.shadow.report() if self.live.shadow is not None else None
-            report = self.live.quality.report(shadow)
+            report, paired = self.live.quality.report_and_paired(shadow)
             drift = self.live.analytics.drift
             if drift is not None:  # the latest window's figures beside the all-time ones
                 test, state, window_s = drift.recent_known()
                 recent = recent_known_hits(test, window_s, self.live.quality.k, state)
                 report["recent"] = recent
                 report["recent_text"] = recent_known_text(recent)
-            return report
         finally:
             self.engine.lock.release()
+        # the paired tests' resampling (seconds on thousands of questions) without holding
+        # the pipeline: the consumer and the other endpoints go on meanwhile
+        add_paired_tests(report, paired, self.live.quality.k, self.live.quality.production)
+        return report
 
     def gold_run_status(self) -> GoldRunStatus:
         """The latest gold-set run and whether one is running."""

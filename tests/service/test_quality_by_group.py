@@ -18,6 +18,7 @@ from service.events import QueryLogEvent
 from service.html.extras import gold_run_tables, gold_run_text
 from service.quality.by_group import group_lines, group_rows, paired_by_question
 from service.quality.known import KnownQuestionIndex
+from service.quality.stage import add_paired_tests
 from service.records import GoldQuestion
 from tests.service.test_quality import EVENTS, LIBRARY, MCA, build, candidate, run
 
@@ -134,6 +135,24 @@ def test_stage_paired_by_question_in_the_report() -> None:
     mrr = paired["comparisons"][2]
     # one differing question: both signs reach |d|, p exactly 1
     assert (paired["questions"], mrr["mean_diff"], mrr["p_value"]) == (1, 0.5, 1.0)
+
+
+def test_paired_tests_can_run_after_the_report_is_taken() -> None:
+    """``Runtime.quality_report`` takes the report under the pipeline's lock and runs the
+    paired tests (seconds of resampling on thousands of questions) after releasing it:
+    ``report_and_paired`` leaves them out and ``add_paired_tests`` adds the same as
+    ``report``'s, on the cells taken with the report (an event observed in between is in
+    neither)."""
+    stage = build()
+    run(stage, EVENTS)
+    stage.observe_candidate(candidate(1, ["p-2", "p-9"]))
+    report, paired = stage.report_and_paired()
+    assert "by_question" not in report["known"]["cand"]["paired"] and set(paired) == {"cand"}
+    stage.observe_candidate(candidate(2, ["p-5", "p-6"], role="parent"))  # not in the report
+    add_paired_tests(report, paired, stage.k, stage.production)
+    tested = report["known"]["cand"]["paired"]
+    assert tested["by_question"]["events"] == tested["n_scored"] == 1
+    assert stage.report()["known"]["cand"]["paired"]["n_scored"] == 2
 
 
 GOLD_RUN: dict[str, Any] = {"gold": {"latest": {
