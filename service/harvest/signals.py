@@ -292,6 +292,10 @@ class CoverageTracker:
         self.document_totals: Counter[str] = Counter()
         #: events of the documents forgotten from :attr:`document_totals` (≥ 0)
         self.documents_uncounted = 0
+        #: those of them on documents without a gold row when forgotten (≤
+        #: :attr:`documents_uncounted`): the earlier uncovered share recounted after a gold
+        #: refresh or a restore (:meth:`uncovered`) still holds them
+        self.documents_uncounted_uncovered = 0
         self.max_documents = max_documents
         #: the floor of the uncovered share's rise's 95 % lower bound (the window against
         #: the events before it) from which every event on an uncovered document takes that
@@ -300,7 +304,8 @@ class CoverageTracker:
         #: window events whose document has no gold row (kept with the window)
         self._uncovered = 0
         #: [events on uncovered documents, events] given a document before the window (the
-        #: all-time counts less the window's; a forgotten document's events count as covered)
+        #: all-time counts less the window's; a forgotten document's events as they were
+        #: when forgotten: :attr:`documents_uncounted_uncovered`)
         self._earlier = [0, 0]
         #: set_gold's count (a key of _document_memo: a gold refresh changes every gap)
         self._gold_generation = 0
@@ -469,6 +474,7 @@ class CoverageTracker:
         self._uncovered = sum(n for doc, n in self.live[DOCUMENT].items() if doc not in gold)
         every = sum(self.document_totals.values()) + self.documents_uncounted
         uncovered = sum(n for doc, n in self.document_totals.items() if doc not in gold)
+        uncovered += self.documents_uncounted_uncovered
         self._earlier = [max(0, uncovered - self._uncovered),
                          max(0, every - len(self._labels[DOCUMENT]))]  # fmt: skip
 
@@ -477,7 +483,8 @@ class CoverageTracker:
         "live_total": n, "low": lo, "high": hi, "recent": {…}, "earlier": {…}, "rise_low":
         r, "min_rise": floor, "gap": bool}`` — all-time ``x`` of the ``n`` events given a
         document (:attr:`document_totals`; the events of documents forgotten past
-        ``max_documents`` are in ``n`` only, so the share is under-, never over-stated) and
+        ``max_documents`` are in ``n``, and in ``x`` those of documents without a gold row
+        when forgotten: :attr:`documents_uncounted_uncovered`) and
         ``[lo, hi]`` its 95 % Wilson interval; ``recent`` the same of the window's events,
         ``earlier`` of the events before the window (``{"live", "live_total", "low",
         "high"}`` each); ``r`` the 95 % lower bound of recent share − earlier share
@@ -490,6 +497,7 @@ class CoverageTracker:
             return None
         totals, forgotten = dict(self.document_totals), self.documents_uncounted
         x = sum(c for doc, c in totals.items() if doc not in gold)
+        x += self.documents_uncounted_uncovered
         n = sum(totals.values()) + forgotten
         u, m = self._uncovered, len(self._labels[DOCUMENT])
         e, k = self._earlier
@@ -557,7 +565,8 @@ class CoverageTracker:
         window's size and counts) are what a snapshot before the window held (all-time
         counts), so code of then reads a snapshot of now as recent counts; ``documents``:
         the all-time ``{document: events}`` (:attr:`document_totals`), and
-        ``documents_uncounted`` (:attr:`documents_uncounted`) when not 0."""
+        ``documents_uncounted`` (:attr:`documents_uncounted`) and
+        ``documents_uncounted_uncovered`` when the former is not 0."""
         window: dict[str, dict[str, list[Any]]] = {}
         for dim, labels in self._labels.items():
             index: dict[str, int] = {}
@@ -568,7 +577,9 @@ class CoverageTracker:
             "live": {d: dict(c) for d, c in self.live.items()},
             "window": window,
             "documents": dict(self.document_totals),
-        } | ({"documents_uncounted": self.documents_uncounted} if self.documents_uncounted else {})
+        } | ({"documents_uncounted": self.documents_uncounted,
+              "documents_uncounted_uncovered": self.documents_uncounted_uncovered}
+             if self.documents_uncounted else {})  # fmt: skip
 
     def _forget_documents(self) -> None:
         """Forget the least counted documents (ties: the later label first) down to 90 % of
@@ -577,6 +588,8 @@ class CoverageTracker:
         keep = max(1, self.max_documents * 9 // 10)
         ranked = sorted(self.document_totals.items(), key=lambda item: (-item[1], item[0]))
         self.documents_uncounted += sum(n for _, n in ranked[keep:])
+        gold = self.gold.get(DOCUMENT) or {}
+        self.documents_uncounted_uncovered += sum(n for doc, n in ranked[keep:] if doc not in gold)
         self.document_totals = Counter(dict(ranked[:keep]))
 
     def relabel_documents(
@@ -639,6 +652,9 @@ class CoverageTracker:
         documents = state.get("documents") or {}
         self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
         self.documents_uncounted = int(state.get("documents_uncounted", 0))
+        self.documents_uncounted_uncovered = min(
+            self.documents_uncounted, int(state.get("documents_uncounted_uncovered", 0))
+        )
         if len(self.document_totals) > self.max_documents:
             self._forget_documents()
         self._document_memo = None

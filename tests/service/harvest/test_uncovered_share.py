@@ -120,6 +120,31 @@ def test_the_counts_follow_gold_refreshes_and_restores() -> None:
     assert (again["recent"], again["earlier"]) == (share["recent"], share["earlier"])
 
 
+def test_forgotten_uncovered_documents_stay_uncovered_after_a_refresh_or_restore() -> None:
+    """Earlier traffic half on the covered "a", half on 200 uncovered documents seen once
+    each, most forgotten past max_documents = 10: the earlier share stays 50 % (175 of 350)
+    after a gold refresh (same gold) and a restore; counting the forgotten events as
+    covered made it 0 % and the rise's bound 0.37, a gap from nothing (review s39)."""
+
+    def make() -> CoverageTracker:
+        return CoverageTracker({DOCUMENT: {"a": 1}, "language": {"en": 1}}, min_live_events=20,
+                               window=50, max_documents=10, min_uncovered_rise=0.1)  # fmt: skip
+
+    tracker = make()
+    _push(tracker, [doc for i in range(200) for doc in ("a", f"u{i}")])
+    assert tracker.documents_uncounted_uncovered > 0
+    running = tracker.uncovered()
+    assert running is not None and not running["gap"]
+    assert (running["earlier"]["live"], running["earlier"]["live_total"]) == (175, 350)
+    tracker.set_gold({DOCUMENT: {"a": 1}})
+    assert tracker.uncovered() == running
+    restored = make()
+    restored.load(tracker.state())
+    assert restored.uncovered() == running
+    assert _push(restored, ["u999"]) == _push(tracker, ["u999"])
+    assert running["live"] == 200  # all time: the forgotten uncovered events too
+
+
 def test_the_floor_is_a_setting() -> None:
     assert HarvestConfig().min_uncovered_rise == 0.1
     assert HarvestConfig(min_uncovered_rise=None).min_uncovered_rise is None
