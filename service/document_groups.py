@@ -263,8 +263,8 @@ def uncovered_note(uncovered: Mapping[str, Any] | None) -> list[str]:
     """The share of questions on documents no gold row asks about (a document summary's
     ``uncovered``, :meth:`~service.harvest.signals.CoverageTracker.uncovered`): one line,
     ``"documents the gold set does not cover: 68.0% of the recent questions (680 of 1,000)
-    [65.0%, 70.8%] against 38.2% before (998 of 2,600) [36.3%, 40.1%], 46.6% of all (1,678
-    of 3,600) [45.0%, 48.2%]: a coverage gap (the rise's 95 % lower bound 25.6 points ≥ 10,
+    [65.0%, 70.8%] against 38.4% before (998 of 2,600) [36.5%, 40.3%], 46.6% of all (1,678
+    of 3,600) [45.0%, 48.2%]: a coverage gap (the rise's 95 % lower bound 26.1 points ≥ 10,
     harvest.min_uncovered_rise)"`` (Wilson intervals; Newcombe's for the rise); ``[]``
     without it."""
     if not uncovered:
