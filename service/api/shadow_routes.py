@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
@@ -11,7 +10,7 @@ from service.api.deps import RuntimeDep, TokenDep, TokenFirstRoute
 from service.api.schemas import BUSY, Disagreements, GoldRunStarted, ShadowReport, not_found
 from service.runtime.process import GoldRunStatus
 from service.settings import GOLD_SET_OFF
-from service.shadow.stage import Disagreement
+from service.shadow.stage import disagreements_by_question
 
 router = APIRouter(prefix="/v1/shadow", tags=["shadow"], route_class=TokenFirstRoute)
 
@@ -58,7 +57,9 @@ def get_disagreements(
     ``repeats``."""
     report = _report(runtime)
     rows = {
-        name: (by_question(body["disagreements"]) if distinct else body["disagreements"])[:limit]
+        name: (
+            disagreements_by_question(body["disagreements"]) if distinct else body["disagreements"]
+        )[:limit]
         for name, body in report["candidates"].items()
         if candidate is None or name == candidate
     }
@@ -95,20 +96,3 @@ def post_gold_run(runtime: RuntimeDep, _: TokenDep) -> Any:
     if not runtime.gold_runs.start("on_demand"):
         raise HTTPException(status.HTTP_409_CONFLICT, "a gold-set run is already in progress")
     return {"started": True}
-
-
-def by_question(rows: list[Disagreement]) -> list[Disagreement]:
-    """``rows`` (lowest RBO first) with one row per question text, the first (lowest RBO),
-    each with ``repeats``: the rows that asked it (>= 1); the order kept.
-
-    >>> rows = [{"question": "a", "rbo": 0.1}, {"question": "b", "rbo": 0.2},
-    ...         {"question": "a", "rbo": 0.3}]
-    >>> [(r["question"], r["repeats"]) for r in by_question(rows)]  # type: ignore[arg-type]
-    [('a', 2), ('b', 1)]
-    """
-    counts = Counter(row["question"] for row in rows)
-    out: dict[str, Disagreement] = {}
-    for row in rows:
-        if row["question"] not in out:
-            out[row["question"]] = {**row, "repeats": counts[row["question"]]}
-    return list(out.values())

@@ -21,7 +21,13 @@ from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
 from service.html.page import esc, figure, minute, num, para, section, table
-from service.shadow.stage import FEW_RESULTS, NOT_DETECTED, UNJUDGED_LANGUAGE, with_n
+from service.shadow.stage import (
+    FEW_RESULTS,
+    NOT_DETECTED,
+    UNJUDGED_LANGUAGE,
+    disagreements_by_question,
+    with_n,
+)
 
 #: Agreement measures, in the shadow stage's report order.
 AGREEMENT = ("overlap", "jaccard", "rbo", "kendall_tau", "top1", "citation_recall")
@@ -283,9 +289,12 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
                    names: Mapping[str, str] | None = None) -> Markup:  # fmt: skip
     if not rows:
         return Markup("")
+    # one row per question (its lowest RBO), with how many of the kept events asked it
+    distinct = disagreements_by_question(rows)  # type: ignore[arg-type]
     body = [
         [
             r.get("question", ""),
+            r.get("repeats"),
             r.get("language"),
             (names or {}).get(r.get("topic") or "", r.get("topic")),
             r.get("rbo"),
@@ -294,10 +303,11 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
             _ids(r.get("candidate")),
             r.get("event_id"),
         ]
-        for r in rows[:MAX_DISAGREEMENTS]
+        for r in distinct[:MAX_DISAGREEMENTS]
     ]
     header = [
         "question",
+        "events",
         "language",
         "topic",
         "rbo",
@@ -306,7 +316,7 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
         "candidate top",
         "event",
     ]
-    rows_html = table(header, body, text_columns=(0, 5, 6))
+    rows_html = table(header, body, text_columns=(0, 6, 7))
     return Markup(
         f"<details><summary>Largest disagreements: {esc(name)}</summary>{rows_html}</details>"
     )

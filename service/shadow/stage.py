@@ -129,6 +129,27 @@ class Disagreement(TypedDict):
     repeats: NotRequired[int]
 
 
+def disagreements_by_question(rows: Sequence[Disagreement]) -> list[Disagreement]:
+    """``rows`` (lowest RBO first) with one row per question text, the first (lowest RBO),
+    each with ``repeats``: the rows that asked it (>= 1); the order kept (``GET
+    /v1/shadow/disagreements`` by default, and the status page's table: live traffic repeats
+    its questions, so per event one question can fill the list — trial 24: 20 rows, 11
+    questions).
+
+    >>> rows = [{"question": "a", "rbo": 0.1}, {"question": "b", "rbo": 0.2},
+    ...         {"question": "a", "rbo": 0.3}]
+    >>> by_question = disagreements_by_question(rows)  # type: ignore[arg-type]
+    >>> [(r["question"], r["repeats"]) for r in by_question]
+    [('a', 2), ('b', 1)]
+    """
+    counts = Counter(row["question"] for row in rows)
+    out: dict[str, Disagreement] = {}
+    for row in rows:
+        if row["question"] not in out:
+            out[row["question"]] = {**row, "repeats": counts[row["question"]]}
+    return list(out.values())
+
+
 class LatencySummary(TypedDict):
     """Answered calls and their mean and max latency in seconds (``None`` before one)."""
 

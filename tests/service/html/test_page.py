@@ -68,3 +68,21 @@ def test_fragments_joined_from_markup_are_not_escaped_again() -> None:
     assert "<details><summary>Largest disagreements: bm25-v2</summary><div" in page
     assert "</table></div></details>" in page
     assert "&lt;h3" not in page and "&lt;details" not in page and "&lt;/details" not in page
+
+
+def test_the_disagreements_table_shows_one_row_per_question() -> None:
+    """Live traffic repeats its questions: the table lists each question once, at its lowest
+    RBO, with how many of the kept events asked it (trial 24: 20 rows held 11 questions)."""
+    report = samples.shadow()
+    cell = report["candidates"]["bm25-v2"]
+    first = cell["disagreements"][0]
+    again = {**first, "event_id": "e-8", "rbo": first["rbo"] + 0.1}  # the same question
+    other = {**first, "event_id": "e-9", "question": "another question", "rbo": 0.9}
+    cell["disagreements"] = [first, again, other]
+    page = str(shadow_section(report))
+    table_html = page.split("Largest disagreements: bm25-v2")[1].split("</details>")[0]
+    assert "<th>events</th>" in table_html
+    assert table_html.count("<tr>") == 3  # the header and two questions, not three events
+    assert f'<td class="text">{esc(first["question"])}</td><td>2</td>' in table_html
+    assert '<td class="text">another question</td><td>1</td>' in table_html
+    assert "e-7" in table_html and "e-8" not in table_html  # the lowest RBO's event
