@@ -9,6 +9,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from service.demo import demo_path
+
 #: The command line of ``goldwatch`` for this interpreter.
 GOLDWATCH = [sys.executable, "-m", "service.cli"]
 
@@ -33,3 +35,17 @@ def run_goldwatch(
         [*GOLDWATCH, *args], cwd=cwd, env=clean_env(env), capture_output=True, text=True,
         timeout=timeout_s, check=False,
     )  # fmt: skip
+
+
+def demo_log_and_config(tmp_path: Path, events: int) -> tuple[Path, Path]:
+    """The demo query log's first ``events`` lines as ``tmp_path/events.jsonl`` and a config
+    naming the demo gold set and corpus (``tmp_path/goldwatch.yaml``): ``(log, config)``."""
+    log = tmp_path / "events.jsonl"
+    lines = demo_path("querylog.jsonl").read_text(encoding="utf-8").splitlines()[:events]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text(
+        f"gold_set: {demo_path('gold.jsonl')}\ncorpus: {demo_path('corpus.jsonl')}\n",
+        encoding="utf-8",
+    )
+    return log, config

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from service.demo import demo_path
-from tests.cli.goldwatch_cli import run_goldwatch
+from tests.cli.goldwatch_cli import demo_log_and_config, run_goldwatch
 
 # the demo's gold set has rows in en, hi-Latn and hi: it judges en, not de (by hand)
 OLD = {"en": 617, "de": 4}
@@ -25,14 +24,7 @@ OLD = {"en": 617, "de": 4}
 def test_an_old_states_no_gold_row_counts_are_not_claimed_for_a_covered_language(
     tmp_path: Path,
 ) -> None:
-    log = tmp_path / "events.jsonl"
-    lines = demo_path("querylog.jsonl").read_text(encoding="utf-8").splitlines()[:200]
-    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    config = tmp_path / "goldwatch.yaml"
-    config.write_text(
-        f"gold_set: {demo_path('gold.jsonl')}\ncorpus: {demo_path('corpus.jsonl')}\n",
-        encoding="utf-8",
-    )
+    log, config = demo_log_and_config(tmp_path, 200)
     state = tmp_path / "state.sqlite"
     args = ["replay", str(log), "--config", str(config), "--state", str(state)]
     first = run_goldwatch([*args, "--format", "json"], tmp_path, timeout_s=300)

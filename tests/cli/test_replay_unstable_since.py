@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from service.demo import demo_path
-from tests.cli.goldwatch_cli import run_goldwatch
+from tests.cli.goldwatch_cli import demo_log_and_config, run_goldwatch
 
 KEY = "stage/annotation_totals"
 
@@ -22,14 +22,7 @@ KEY = "stage/annotation_totals"
 def test_the_unstable_counts_resume_with_their_range_and_an_old_state_claims_none(
     tmp_path: Path,
 ) -> None:
-    log = tmp_path / "events.jsonl"
-    lines = demo_path("querylog.jsonl").read_text(encoding="utf-8").splitlines()[:300]
-    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    config = tmp_path / "goldwatch.yaml"
-    config.write_text(
-        f"gold_set: {demo_path('gold.jsonl')}\ncorpus: {demo_path('corpus.jsonl')}\n",
-        encoding="utf-8",
-    )
+    log, config = demo_log_and_config(tmp_path, 300)
     state = tmp_path / "state.sqlite"
     args = ["replay", str(log), "--config", str(config), "--state", str(state), "--format",
             "json"]  # fmt: skip
