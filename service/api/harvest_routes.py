@@ -165,8 +165,10 @@ def list_candidates(
     """Harvested suggestions, undecided first (without a ``status`` filter), each group
     best first and balanced over topics and languages: each with
     its reasons, count, first/last seen, scrubbed variants, pool (passages with who returned
-    them at which rank) and status (``suggested``, ``accepted``, ``rejected``). ``language``
-    matches case-insensitively (BCP 47), the other filters exactly."""
+    them at which rank) and status (``suggested``, ``accepted``, ``rejected``); goldwatch's
+    guesses (the detected language, the topic model's topic, the first asker's role) under
+    ``suggested``, never as labels. ``language`` and ``topic`` filter by those guesses,
+    ``language`` case-insensitively (BCP 47); the other filters match exactly."""
     try:
         page = labelling.list(reason, language, topic, status_, offset, limit)
     except LabellingError as exc:

@@ -38,7 +38,10 @@ windows adds nothing (``V_k = 0``; the ``language`` dimension reports it).
    13.5 points with its article at 34 % of the questions).
 
 Hysteresis: ``drift`` clears when no tested term keeps ``OR_MH ≥ clear_odds_ratio`` (1.5)
-with its share up by ``clear_share_up`` (half of ``min_share_up``).
+with its share up by ``clear_share_up`` (half of ``min_share_up``); the count floor has its
+own: a term the open alarm reported is judged by the clear rule while it is in at least half
+of ``min_term_questions`` questions of the current window (it can hold the alarm, never raise
+one, and is shown with its count while it holds it: its name was reported at the floor).
 
 **Windows**: those of :class:`~service.drift.windows.ComparisonWindows` (event time, watermark,
 late/future/ahead, frozen or previous baseline, ``test_every_s``), counting each question under
@@ -749,6 +752,9 @@ class TermsDriftDetector(_WindowedDetector):
         self._family_state = (ref_total, tested_set, extra)
         family = len(ref_family) + len(extra)
         tested = sorted(tested_set)
+        held_terms = self._held_terms(name, before, pooled, tested_set)
+        if held_terms:
+            tested = sorted(tested_set | held_terms)
         # per language (sorted): its questions in each window, and per tested term its
         # questions in each (the reference's with the full tallies' floors of the terms they
         # did not keep: an upper bound); a stratum where no question of either window has
@@ -792,7 +798,7 @@ class TermsDriftDetector(_WindowedDetector):
                          for (n1, n2), a, c in zip(sizes, a_row, c_row, strict=True)]  # fmt: skip
                 test = test._replace(p_value=exact_rise_p(every))
             alarm = (test.p_value < level and test.odds_ratio >= self.min_odds_ratio
-                     and up >= self.min_share_up)  # fmt: skip
+                     and up >= self.min_share_up and term in tested_set)  # fmt: skip
             change = TermChange(term, self._surfaces.get(term, term), test.share_current,
                                 test.share_reference, test.count_current, test.count_reference,
                                 test.odds_ratio, test.p_value)  # fmt: skip
@@ -811,6 +817,31 @@ class TermsDriftDetector(_WindowedDetector):
             level, "cmh", family, self.budget_per_day, tuple(shown[:TOP_TERMS]),
             held_by_hysteresis=held,
         )  # fmt: skip
+
+    def _held_terms(
+        self, name: str, before: State, pooled: Mapping[str, int], tested: set[str]
+    ) -> set[str]:
+        """The terms of ``name``'s open alarm (its latest report's, while ``before`` is
+        ``drift``) that fell under ``min_term_questions`` questions of the current window but
+        are in at least half as many (:attr:`hold_min_questions`): they can no longer raise
+        an alarm, but can hold the open one (the clear rule judges them), as the count floor
+        has its own hysteresis. Without it a surge at the floor flapped: trial 40's "harvard"
+        and "warsaw", 10–11 questions a window against none before, raised and cleared the
+        alarm 7 times in 27 h of one continuous surge. Empty otherwise."""
+        if before != "drift":
+            return set()
+        report = self._reports.get(name)
+        if not isinstance(report, TermsDriftReport):
+            return set()
+        least = self.hold_min_questions
+        return {change.term for change in report.rising
+                if change.term not in tested and pooled.get(change.term, 0) >= least}  # fmt: skip
+
+    @property
+    def hold_min_questions(self) -> int:
+        """Questions of the current window a term of an open alarm must still be in to hold
+        it: half of ``min_term_questions``, rounded up (:meth:`_held_terms`)."""
+        return max(1, -(-self.min_term_questions // 2))
 
     def _frozen_reference(
         self,

@@ -27,7 +27,7 @@ JSON schema (``schema_version`` 1)::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 from service.evaluation.compare import PairedComparison
@@ -166,12 +166,43 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
                 for value, g in groups.items()
             )
         out.append(table(["questions", "n", *columns], rows))
+        if few := few_groups_line(r.by):
+            out.append(few)
         out.append("")
     if comparisons:
         out.append("Paired comparison (B - A; randomization test, bootstrap CI)")
         out.append(table(list(COMPARISON_COLUMNS), comparison_rows(comparisons)))
         out.extend(f"note: {c.disagreement}" for c in comparisons if c.disagreement)
     return "\n".join(out).rstrip()
+
+
+#: A breakdown group on fewer answerable questions than this is named under its table: one
+#: question moves its means by 1/n (the live quality figures' "too few" bound,
+#: ``analytics.quality_min_class``'s default, :data:`service.quality.by_language.FEW`).
+FEW_QUESTIONS = 10
+
+
+def few_groups_line(by: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                    min_n: int = FEW_QUESTIONS) -> str | None:  # fmt: skip
+    """The breakdown groups on fewer than ``min_n`` answerable questions, named in one line
+    under the table (trial 40: at 30 gold rows most ``topic=`` rows held 1–6 questions and
+    read like any other, ``topic=Black_Death n 1 recall@1 0.0000``); ``None`` when none is.
+
+    Args:
+        by: field → value → the group's measures with its ``n`` (a report's ``by``).
+        min_n: the smallest group not named, ≥ 1.
+
+    >>> print(few_groups_line({"kind": {"plain": {"n": 18}, "expert": {"n": 5}},
+    ...                        "topic": {"Oxygen": {"n": 1}}}))  # doctest: +NORMALIZE_WHITESPACE
+    too few to read alone (< 10 answerable questions: one question moves a mean by 1/n):
+    kind=expert (5), topic=Oxygen (1)
+    """
+    few = [f"{field}={value} ({int(g['n'])})" for field, groups in by.items()
+           for value, g in groups.items() if int(g["n"]) < min_n]  # fmt: skip
+    if not few:
+        return None
+    return (f"too few to read alone (< {min_n} answerable questions: one question moves a "
+            f"mean by 1/n): {', '.join(few)}")  # fmt: skip
 
 
 def gold_set_line(summary: GoldSetSummary) -> str:

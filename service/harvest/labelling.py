@@ -185,17 +185,20 @@ class CandidateItem(TypedDict):
     """A suggestion as the labeller sees it (:meth:`Labelling.list` items, :meth:`Labelling.get`,
     ``GET /v1/gold-candidates``): the published record
     (:class:`~service.harvest.store.SuggestionRecord`) without ``normalised``, ``events``,
-    ``reasons`` and ``pool``, in its order, then ``status`` (``suggested``, ``accepted``,
-    ``rejected``), the ``decision`` (``None`` while undecided), ``reasons`` (heaviest
-    first), ``reason_counts`` ``{reason: events}`` in that order and the ``pool`` as
-    :class:`PoolRow` (found by more retrievers first, then best rank, then id). From
-    typing_extensions: the API serves it (pydantic needs that on Python < 3.12)."""
+    ``reasons`` and ``pool``, in its order, with its guesses (:data:`GUESSED_FIELDS`: the
+    language the detector gave, the topic the topic model gave — ``novel`` included —, the
+    first asker's role) not as fields of their own but under ``suggested`` (``{field:
+    guess}``, the set ones only), as an accepted gold row and ``candidates export`` keep
+    them: goldwatch guessed them, nobody confirmed them (trial 40: a listing's top-level
+    ``"topic": "Rhine"`` on a Harvard question read as a label). Then ``status``
+    (``suggested``, ``accepted``, ``rejected``), the ``decision`` (``None`` while
+    undecided), ``reasons`` (heaviest first), ``reason_counts`` ``{reason: events}`` in
+    that order and the ``pool`` as :class:`PoolRow` (found by more retrievers first, then
+    best rank, then id). From typing_extensions: the API serves it (pydantic needs that on
+    Python < 3.12)."""
 
     id: str
     question: str
-    language: str | None
-    topic: str | None
-    role: str | None
     source: str
     count: int
     first_seen: str
@@ -206,6 +209,7 @@ class CandidateItem(TypedDict):
     trace_id: str | None
     priority: float
     primary_reason: str | None
+    suggested: dict[str, str]
     status: str
     decision: Decision | None
     reasons: list[str]
@@ -463,10 +467,12 @@ class Labelling:
         limit: int = 50,
     ) -> Page:
         """Suggestions matching every given filter, undecided ones first, each group in
-        selection order, ``limit`` from ``offset``. ``language`` matches case-insensitively
-        (BCP 47 tags are: ``hi-latn`` finds ``hi-Latn``); ``topic`` exactly. Each item is the
-        record plus ``status``, ``decision``, ``reasons`` (a list, heaviest first),
-        ``reason_counts``, and ``pool`` as labeller rows.
+        selection order, ``limit`` from ``offset``. ``language`` and ``topic`` match the
+        suggestion's guesses (``suggested``: the detected language, the topic model's
+        topic), ``language`` case-insensitively (BCP 47 tags are: ``hi-latn`` finds
+        ``hi-Latn``), ``topic`` exactly. Each item is :class:`CandidateItem`: the record with
+        its guesses under ``suggested``, plus ``status``, ``decision``, ``reasons`` (a list,
+        heaviest first), ``reason_counts``, and ``pool`` as labeller rows.
 
         Raises:
             LabellingError: unknown ``reason`` or ``status``, negative offset or limit.
@@ -532,10 +538,12 @@ class Labelling:
     ) -> CandidateItem:
         counts = row.get("reasons", {})
         order = sorted(counts, key=lambda r: (-self.config.weight(r), REASONS.index(r)))
-        skip = {"normalised", "reasons", "pool", "events"}
+        skip = {"normalised", "reasons", "pool", "events", *GUESSED_FIELDS}
+        fields: Mapping[str, Any] = row
         # a record kept by an older version may lack a field: it is left out, not made up
         return cast(CandidateItem, {
             **{k: v for k, v in row.items() if k not in skip},
+            "suggested": {name: fields[name] for name in GUESSED_FIELDS if fields.get(name)},
             "status": status,
             "decision": decision,
             "reasons": order,

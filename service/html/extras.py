@@ -57,6 +57,27 @@ SUGGESTION_FIELDS = (
 )
 
 
+#: Column headers of the suggestion table that are not the field's name: a suggestion's
+#: language, topic and role are goldwatch's guesses (the labelling API keeps them under
+#: ``suggested``), never labels a person confirmed.
+GUESS_HEADERS = {"language": "language (guess)", "topic": "topic (guess)",
+                 "role": "role (guess)", "last_seen": "last seen"}  # fmt: skip
+
+
+def _with_guesses(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A suggestion row with its guesses as fields to show: the labelling API's items keep
+    them under ``suggested`` (:class:`~service.harvest.labelling.CandidateItem`), a replay
+    report's records as fields of their own.
+
+    >>> _with_guesses({"id": "c-1", "suggested": {"topic": "exams"}})
+    {'id': 'c-1', 'topic': 'exams'}
+    """
+    guesses = row.get("suggested")
+    if not isinstance(guesses, Mapping):
+        return row
+    return {**{k: v for k, v in row.items() if k != "suggested"}, **guesses}
+
+
 def find_extra(key: str, *docs: Mapping[str, Any] | None) -> Any:
     """The first non-``None`` ``key`` among ``docs`` (``None`` when none has it).
 
@@ -363,7 +384,7 @@ def candidates_section(candidates: Any) -> Markup:
             para("No suggestion yet.", "muted"),
             *documents,
         )
-    shown = rows[:MAX_SUGGESTIONS]
+    shown = [_with_guesses(r) for r in rows[:MAX_SUGGESTIONS]]
     fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
     if "reason_counts" in fields and "reasons" in fields:
         fields.remove("reasons")  # the labelling API's ordered list repeats the counts' keys
@@ -378,7 +399,7 @@ def candidates_section(candidates: Any) -> Markup:
            else _breakable(_cell(r.get(f))) for f in fields)]
         for r in shown
     ]  # fmt: skip
-    header = ["id", "question", *("last seen" if f == "last_seen" else f for f in fields)]
+    header = ["id", "question", *(GUESS_HEADERS.get(f, f) for f in fields)]
     nowrap = [2 + fields.index("last_seen")] if "last_seen" in fields else []
     table_html = table(header, body, text_columns=(1,), nowrap_columns=(0, *nowrap))
     parts: list[str] = [*summary, table_html]

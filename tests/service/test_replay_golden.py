@@ -731,6 +731,12 @@ All three rewritten once more in the thirty-ninth session for one sentence: ``an
 .out_of_scope.unstable.text``'s clause on the regression states the measured range (0.002 to
 0.058 on 12 draws, flipping 1.0 % of all verdicts outside the range) apart from trial 37b's
 single 0.439 → 0.288 move (review of s39-oos); no other key moved.
+The demo's rewritten in the fortieth session (trial 40 LOW 2: a term of the open ``terms``
+alarm holds it while in at least half the 10-question floor): the final report's tenth
+rising term is ``discret`` (7 questions now, 1 in the baseline; p 0.018), a term of the
+alarm still open, which sorts ahead of ``mark`` (10 questions, p 0.025) — the only 8 keys
+that moved, ``analytics.drift.terms.comparisons.baseline.rising[9]``; the alarm entries and
+every other field are unchanged; production and 20k files unchanged.
 """
 
 from __future__ import annotations

@@ -88,7 +88,9 @@ def test_shadow_and_suggestions(page: str) -> None:
     assert ("<tr><td>en</td><td>5</td><td>0.900 (n 5, few)</td><td>–</td><td>– (n 5, few)</td>"
             "<td>1.000 (n 5, few)</td></tr>") in page  # fmt: skip
     assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
-    assert "<th>id</th><th>question</th><th>count</th><th>language</th><th>topic</th>" in page
+    assert (
+        "<th>id</th><th>question</th><th>count</th><th>language (guess)</th><th>topic (guess)</th>"
+    ) in page
 
 
 def test_shadow_coverage_lists_one_reason_a_line() -> None:
