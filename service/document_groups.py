@@ -50,7 +50,10 @@ whose code is none of these stays alone. So a corpus of XQuAD articles in twelve
 groups each article whatever else it holds, ``photo-sm.jpg`` and ``photo-lg.jpg`` beside
 them stay two documents, and a corpus with a single translated document
 (``guide.de.html`` + ``guide.en.html``, no other base) groups nothing: one base is no
-evidence of a scheme (a pattern, below, groups it).
+evidence of a scheme (a pattern, below, groups it). What codes alone cannot tell apart
+still groups: US state folders whose abbreviations are clear codes too (``de/``, ``ar/``
+beside ``ny/``, ``wa/``), or, in a corpus where ``hi`` is Hindi, ``chart-hi.png`` beside an
+unmarked ``chart.png``; ``off`` or a pattern is the way out.
 
 A group's label names its base, how many documents it holds and their codes (sorted,
 ``unmarked`` last): ``Super_Bowl_50.html (3 variants: de, en, es)``.
