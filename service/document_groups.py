@@ -22,14 +22,38 @@ found in one of three places (the first that matches, in this order):
 
 The label's **base** is the label without it (``Super_Bowl_50.html``, ``guide.html``,
 ``docs/guide.html``); a label with no code is its own base, unmarked, so ``docs/guide.html``
-joins ``docs/de/guide.html`` (a site's default language is often unmarked). Labels are
-grouped by base (:func:`group_labels`) only when
+joins ``docs/de/guide.html`` (a site's default language is often unmarked). A base the
+corpus holds at least two labels of, with at least two distinct codes (the unmarked one
+counts as one), is a **candidate** (``index.de.html`` alone, or a file named ``it.html``, is
+not rewritten). Whether its codes are languages is judged on the whole corpus
+(:func:`corpus_languages`), since many codes are also words of paths: ``sales/ne/q1.pdf`` and
+``sales/se/q1.pdf`` are regions, ``photo-sm.jpg`` and ``photo-lg.jpg`` sizes,
+``run-km.csv`` and ``run-mi.csv`` units, ``mnt/ro/`` and ``mnt/rw/`` read-only and
+read-write. A real multilingual corpus holds the same few codes across many bases, among
+them codes that are seldom anything but a language; so a code (its language part:
+``pt`` of ``pt-BR``) is the corpus's language when
 
-* the corpus holds at least two of them, with at least two distinct codes (the unmarked one
-  counts as one): ``index.de.html`` alone, or a file named ``it.html``, is not rewritten;
-* and not every code of the group is one that is also a common word or abbreviation in
-  paths (:data:`AMBIGUOUS_CODES`: ``hr/policy.html`` and ``it/policy.html`` are two
-  departments' policies; ``de/policy.html`` with ``it/policy.html`` is German and Italian).
+* it is not one of :data:`AMBIGUOUS_CODES` (codes that are also common words,
+  abbreviations, sizes, units, compass points, country codes or roman numerals in paths)
+  and it marks labels of at least :data:`MIN_BASES` candidates (``de`` of
+  ``Warsaw.de.html`` and ``Oxygen.de.html``: it recurs);
+* or it is one of :data:`AMBIGUOUS_CODES` and, in at least :data:`MIN_BASES` candidates,
+  it stands beside a code that is the corpus's language by the first rule (``it`` beside
+  ``en``: ``a.en.html`` + ``a.it.html``, ``b.en.html`` + ``b.it.html``). Sizes, regions,
+  units or departments stand beside each other only (``sm`` with ``lg``, ``ne`` with
+  ``se``, ``hr`` with ``it``), or beside an unmarked label, which vouches for nothing.
+
+A candidate is grouped from its labels that are unmarked or carry a language of the
+corpus, or a code outside :data:`AMBIGUOUS_CODES` beside one (the one article of an en/es
+corpus also in German), when at least two of them remain with two distinct codes; a label
+whose code is none of these stays alone. So a corpus of XQuAD articles in twelve languages
+groups each article whatever else it holds, ``photo-sm.jpg`` and ``photo-lg.jpg`` beside
+them stay two documents, and a corpus with a single translated document
+(``guide.de.html`` + ``guide.en.html``, no other base) groups nothing: one base is no
+evidence of a scheme (a pattern, below, groups it). What codes alone cannot tell apart
+still groups: US state folders whose abbreviations are clear codes too (``de/``, ``ar/``
+beside ``ny/``, ``wa/``), or, in a corpus where ``hi`` is Hindi, ``chart-hi.png`` beside an
+unmarked ``chart.png``; ``off`` or a pattern is the way out.
 
 A group's label names its base, how many documents it holds and their codes (sorted,
 ``unmarked`` last): ``Super_Bowl_50.html (3 variants: de, en, es)``.
@@ -45,8 +69,10 @@ Plain strings and :mod:`re` only (no I/O): the caller scrubs the labels first
 
 >>> language_variant("Super_Bowl_50.de.html"), language_variant("docs/pt-br/guide.html")
 (Variant(base='Super_Bowl_50.html', code='de'), Variant(base='docs/guide.html', code='pt-BR'))
->>> group_labels(["a.en.html", "a.de.html", "it.html", "b.de.html"])
-{'a.de.html': 'a.html (2 variants: de, en)', 'a.en.html': 'a.html (2 variants: de, en)'}
+>>> group_labels(["a.en.html", "a.de.html", "b.en.html", "b.de.html", "c.de.html"])["b.de.html"]
+'b.html (2 variants: de, en)'
+>>> group_labels(["a-sm.jpg", "a-lg.jpg", "b-sm.jpg", "b-lg.jpg", "it.html"])  # sizes
+{}
 """
 
 from __future__ import annotations
@@ -59,10 +85,12 @@ __all__ = [
     "AMBIGUOUS_CODES",
     "BUILT_IN",
     "LANGUAGE_CODES",
+    "MIN_BASES",
     "OFF",
     "UNMARKED",
     "Variant",
     "compile_group_pattern",
+    "corpus_languages",
     "group_labels",
     "grouped_note",
     "language_variant",
@@ -87,13 +115,24 @@ LANGUAGE_CODES = frozenset(
     "sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz "
     "ve vi vo wa wo xh yi yo za zh zu".split()
 )
-#: Codes that are also common words or abbreviations in file and folder names (``it``,
-#: ``hr``, ``id``, ``ms``, ``no``, ``is``, ``to``, ``pl``, ``ts``…): a group whose codes are
-#: all such is not formed (the module docstring).
+#: Codes that are also common words or abbreviations in file and folder names: a code of
+#: these is a language of the corpus only beside a code that is not (the module docstring).
+#: English words (``am an as be he hi id is it la lo my na no or pa so ta to``), sizes
+#: (``sm lg``; ``md``, ``xs``, ``xl`` are no ISO 639-1 codes), compass points (``ne se
+#: sw``), units (``km mi mg ml kg lb ms``), abbreviations (``ca co cr cs el hr io li mr os
+#: pl ps ro rw sd sh sr ss st ts``: California, company, change request, C#/computer
+#: science, element, human resources, I/O, list item, merge request/Mr, operating system,
+#: Perl, PostScript, read-only, read-write, SD, shell, senior, screenshot, street/saint,
+#: TypeScript), roman numerals (``ii vi``) and country codes that are not their country's
+#: language (``ae br ch kr sg tw uk za``).
 AMBIGUOUS_CODES = frozenset(
-    "am an as be ca co cs el he hr id is it la ml ms my na ne no on or os pa pl ps sh so ta "
-    "to ts".split()
+    "ae am an as be br ca ch co cr cs el he hi hr id ii io is it kg km kr la lb lg li lo ml "
+    "mg mi mr ms my na ne no or os pa pl ps ro rw sd se sg sh sm so sr ss st sw ta to ts tw "
+    "uk vi za".split()
 )
+#: Candidates (bases with two variants or more) a code must mark for the corpus to count it
+#: as a language (the module docstring): one base is no evidence of a scheme.
+MIN_BASES = 2
 
 # a language tag as a whole string: code, optional script, optional region, "-" or "_"
 _TAG_RE = re.compile(r"(?P<lang>[A-Za-z]{2})(?:[-_](?P<script>[A-Za-z]{4}))?"
@@ -193,22 +232,69 @@ def compile_group_pattern(value: str | None) -> re.Pattern[str] | str | None:
     return pattern
 
 
+def _language(code: str) -> str:
+    """A variant name's language part (``pt`` of ``pt-BR``; ``""`` unmarked)."""
+    return code.split("-", 1)[0]
+
+
+def _corpus_languages(candidates: Iterable[Iterable[str]]) -> frozenset[str]:
+    """The languages (language parts, :func:`_language`) of the corpus whose candidates
+    (bases with two variants or more) have the variant names ``candidates`` (each
+    candidate's distinct codes, ``""`` unmarked): the module docstring's two rules."""
+    seen = [frozenset(_language(code) for code in codes if code) for codes in candidates]
+    marks: dict[str, int] = {}  # language -> candidates it marks
+    for languages in seen:
+        for language in languages:
+            marks[language] = marks.get(language, 0) + 1
+    clear = {lang for lang, n in marks.items() if n >= MIN_BASES and lang not in AMBIGUOUS_CODES}
+    beside: dict[str, int] = {}  # ambiguous language -> candidates where a clear one is too
+    for languages in seen:
+        if languages & clear:
+            for language in languages & AMBIGUOUS_CODES:
+                beside[language] = beside.get(language, 0) + 1
+    return frozenset(clear | {lang for lang, n in beside.items() if n >= MIN_BASES})
+
+
+def corpus_languages(labels: Iterable[str]) -> frozenset[str]:
+    """The language codes (language parts: ``pt`` of ``pt-BR``) the corpus of document
+    ``labels`` counts as languages (module docstring): a code that is not one of
+    :data:`AMBIGUOUS_CODES` marking at least :data:`MIN_BASES` candidates, or one that is,
+    beside such a code in at least :data:`MIN_BASES` candidates.
+
+    >>> sorted(corpus_languages(["a.en.html", "a.it.html", "b.en.html", "b.it.html",
+    ...                          "c-sm.jpg", "c-lg.jpg", "d-sm.jpg", "d-lg.jpg"]))
+    ['en', 'it']
+    >>> sorted(corpus_languages(["a.en.html", "a.de.html", "b.html"]))  # one base
+    []
+    """
+    members: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for label in dict.fromkeys(labels):
+        base, code = language_variant(label)
+        members.setdefault(base, set()).add(code)
+        counts[base] = counts.get(base, 0) + 1
+    return _corpus_languages(codes for base, codes in members.items()
+                             if counts[base] >= 2 and len(codes) >= 2)  # fmt: skip
+
+
 def group_labels(
     labels: Iterable[str], groups: re.Pattern[str] | str | None = BUILT_IN
 ) -> dict[str, str]:
     """``{label: group label}`` for the ``labels`` (distinct document labels of a corpus)
     that join a group, sorted by label; the others are left out (they stay themselves).
 
-    ``groups``: :data:`BUILT_IN` (the language-code rule, module docstring), ``None`` (no
+    ``groups``: :data:`BUILT_IN` (the language-code rule, module docstring: a label joins
+    its base's group when it is unmarked, its code is a language of the corpus,
+    :func:`corpus_languages`, or it is not ambiguous and beside one), ``None`` (no
     grouping: ``{}``) or a compiled pattern (:func:`compile_group_pattern`). A group needs
-    at least two labels and two distinct variant names; with the built-in rule, also a
-    code outside :data:`AMBIGUOUS_CODES`. Its label is ``"<key> (<n> variants: <names>)"``
-    (names sorted, :data:`UNMARKED` last), or ``"<key> (<n> variants)"`` for a pattern
-    without a second group.
+    at least two labels and two distinct variant names. Its label is ``"<key> (<n>
+    variants: <names>)"`` (names sorted, :data:`UNMARKED` last), or ``"<key> (<n>
+    variants)"`` for a pattern without a second group.
 
-    >>> grouped = group_labels(["d/de/p.html", "d/p.html", "hr/p.html", "it/p.html", "x.fr.md"])
+    >>> grouped = group_labels(["d/de/p.html", "d/p.html", "d/de/q.html", "d/q.html",
+    ...                         "d/sm/p.html", "hr/p.html", "it/p.html", "x.fr.md"])
     >>> grouped["d/de/p.html"], sorted(grouped)
-    ('d/p.html (2 variants: de, unmarked)', ['d/de/p.html', 'd/p.html'])
+    ('d/p.html (2 variants: de, unmarked)', ['d/de/p.html', 'd/de/q.html', 'd/p.html', 'd/q.html'])
     >>> group_labels(["A-1.pdf", "A-2.pdf", "B-1.pdf"], compile_group_pattern(r"^(\\w+)-"))
     {'A-1.pdf': 'A (2 variants)', 'A-2.pdf': 'A (2 variants)'}
     """
@@ -227,12 +313,19 @@ def group_labels(
             named = groups.groups >= 2
             name = (match.group(2) or "") if named else label
         members.setdefault(key, {})[label] = name
+    candidates = {key: variants for key, variants in members.items()
+                  if len(variants) >= 2 and len(set(variants.values())) >= 2}  # fmt: skip
+    if isinstance(groups, str):  # the built-in rule: only the corpus's languages join
+        languages = _corpus_languages(set(v.values()) for v in candidates.values())
+        for key, variants in candidates.items():
+            beside = any(_language(code) in languages for code in variants.values())
+            candidates[key] = {label: code for label, code in variants.items()
+                               if not code or _language(code) in languages
+                               or (beside and _language(code) not in AMBIGUOUS_CODES)}  # fmt: skip
     out: dict[str, str] = {}
-    for key, variants in members.items():
+    for key, variants in candidates.items():
         names = set(variants.values())
         if len(variants) < 2 or len(names) < 2:
-            continue
-        if isinstance(groups, str) and not names - AMBIGUOUS_CODES - {""}:
             continue
         if named:
             listed = sorted(n for n in names if n) + ([UNMARKED] if "" in names else [])

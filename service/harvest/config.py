@@ -127,7 +127,12 @@ class HarvestConfig(BaseModel):
             (module ``service.document_groups``): ``languages`` (the default) groups the labels that
             differ only by an ISO 639-1 code (``Super_Bowl_50.de.html``, ``guide-pt-BR.pdf``,
             ``docs/de/guide.html``; optionally with script and region), when the corpus holds
-            at least two such variants of a base, as one document named
+            at least two such variants of a base and the codes are languages by the whole
+            corpus's evidence: a code recurs over at least two such bases, and one that is
+            also a path word (``sm``/``lg`` sizes, ``ne``/``se``/``sw`` regions, ``km``/``mi``
+            units, ``ro``/``rw``, ``it``, ``hr``, ``uk``…) stands beside such a code in at
+            least two (so a corpus of one translated document groups nothing; a regular
+            expression does), as one document named
             ``Super_Bowl_50.html (3 variants: de, en, es)``; ``off`` groups nothing; anything
             else is a Python regular expression searched in each (scrubbed) label, whose first
             group is the key labels are grouped by and the group's name (a second group, when

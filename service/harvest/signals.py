@@ -119,9 +119,10 @@ def document_labels(
     whole). Empty when no passage names one (a corpus of passage ids only: no document
     dimension).
 
-    >>> labels = document_labels([("p1", "a.en.html"), ("p2", "a.de.html"), ("p3", "b.html")])
-    >>> labels.documents["p1"], labels.documents["p3"], labels.variants
-    ('a.html (2 variants: de, en)', 'b.html', {'a.html (2 variants: de, en)': 2})
+    >>> labels = document_labels([("p1", "a.en.html"), ("p2", "a.de.html"), ("p3", "b.html"),
+    ...                           ("p4", "c.en.html"), ("p5", "c.de.html")])
+    >>> labels.documents["p1"], labels.documents["p3"], list(labels.variants.values())
+    ('a.html (2 variants: de, en)', 'b.html', [2, 2])
     >>> labels.renamed["a.de.html"]
     'a.html (2 variants: de, en)'
     """
@@ -600,8 +601,9 @@ class CoverageTracker:
         counted under its group, in the window and the all-time counts; one not in
         ``names`` (the corpus's labels now) after that is dropped from both (a document the
         corpus no longer has, or a group the grouping no longer forms: never mixed with
-        today's labels). ``(events relabelled, events dropped)``, all-time counts and window
-        events together."""
+        today's labels). The all-time counts are then bounded to ``max_documents`` (as
+        grouped: a restore loads them unbounded, :meth:`load`'s ``bound``). ``(events
+        relabelled, events dropped)``, all-time counts and window events together."""
         moved = dropped = 0
         totals: Counter[str] = Counter()
         for doc, n in self.document_totals.items():
@@ -628,12 +630,16 @@ class CoverageTracker:
             self._forget_documents()
         return moved, dropped
 
-    def load(self, state: Mapping[str, Any]) -> None:
+    def load(self, state: Mapping[str, Any], *, bound: bool = True) -> None:
         """Replace the window with :meth:`state`'s (its newest ``window`` events). A snapshot
         without ``window`` (before it) holds all-time counts: their mix seeds the window,
         ``min(events, window)`` events spread evenly (largest remainders), so gaps go on
         from the long-run shares until recent events replace them. The all-time document counts
-        are the snapshot's ``documents`` (none in a snapshot before them)."""
+        are the snapshot's ``documents`` (none in a snapshot before them), bounded to
+        ``max_documents`` unless ``bound`` is false: a restore leaves that to
+        :meth:`relabel_documents`, which bounds them once they are counted under their groups
+        (a state saved before the grouping with 15,000 per-language labels of 5,000 articles
+        would otherwise lose a tenth of them before they are regrouped)."""
         encoded = state.get("window")
         for dim in DIMENSIONS:
             if isinstance(encoded, Mapping):
@@ -655,7 +661,7 @@ class CoverageTracker:
         self.documents_uncounted_uncovered = min(
             self.documents_uncounted, int(state.get("documents_uncounted_uncovered", 0))
         )
-        if len(self.document_totals) > self.max_documents:
+        if bound and len(self.document_totals) > self.max_documents:
             self._forget_documents()
         self._document_memo = None
         self._count_uncovered()

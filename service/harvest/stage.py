@@ -1389,7 +1389,8 @@ class HarvestStage:
                                    config.gap_window, config.min_gap_ratio,
                                    config.max_documents,
                                    config.min_uncovered_rise)  # fmt: skip
-        coverage.load(snapshot.get("coverage", {}))
+        # unbounded until relabelled: per-language counts are bounded as their groups
+        coverage.load(snapshot.get("coverage", {}), bound=False)
         # a document the corpus no longer has (it changed between runs) can never be covered:
         # its all-time count would keep it listed as under-covered for good; one saved under
         # its own label before it joined a group of language variants counts for the group

@@ -6,8 +6,10 @@ copy production retrieved (:mod:`service.document_groups`, the ``document`` dime
 Expected values worked by hand, not by the code under test. The groupings: read off each
 label by the rules of the module docstring (a dotted part of the file name, a ``-``/``_``
 suffix before its extension, a path part; ISO 639-1 codes only; two variants and two
-distinct codes at least; not only ambiguous codes). The gaps: 95 % Wilson lower bounds with
-z = 1.959964 (z² = 3.841459), L(x of n) = (p + z²/2n − z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n):
+distinct codes at least; a code is the corpus's language when it recurs over two such bases,
+or, when it is also a path word, beside such a code in two of them). The gaps: 95 % Wilson
+lower bounds with z = 1.959964 (z² = 3.841459),
+L(x of n) = (p + z²/2n − z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n):
 L(2 of 2) = 1 / (1 + z²/2) = 0.342380 (p = 1: the root is z²/4n); L(1 of 2) = (0.5 +
 0.960365 − 1.959964 · √(0.125 + 0.240091)) / 2.920730 = 0.094531; L(2 of 3) = 0.207660
 (tests/service/harvest/test_document_gaps.py).
@@ -15,6 +17,7 @@ L(2 of 2) = 1 / (1 + z²/2) = 0.342380 (p = 1: the root is z²/4n); L(1 of 2) = 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Any
@@ -22,9 +25,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from benchmarks.datasets import SHARED_DATA
 from service.document_groups import (
+    AMBIGUOUS_CODES,
+    LANGUAGE_CODES,
     Variant,
     compile_group_pattern,
+    corpus_languages,
     group_labels,
     grouped_note,
     language_variant,
@@ -96,12 +103,79 @@ def test_a_label_without_a_code_is_its_own_base(label: str) -> None:
 
 
 def test_the_trial_s_articles_group_by_language() -> None:
-    """30 XQuAD articles × en/es/de in trial 23; here two: one in three languages, one in
-    English only (which stays itself: a single variant)."""
-    labels = ["Warsaw.en.html", "Warsaw.es.html", "Warsaw.de.html", "Oxygen.en.html"]
-    group = "Warsaw.html (3 variants: de, en, es)"
-    assert group_labels(labels) == {"Warsaw.de.html": group, "Warsaw.en.html": group,
-                                    "Warsaw.es.html": group}  # fmt: skip
+    """30 XQuAD articles × en/es/de in trial 23; here three: one in three languages, one in
+    two, one in English only (which stays itself: a single variant). ``de`` marks one
+    article only, but beside the corpus's languages (en and es recur) and no path word: it
+    joins."""
+    labels = ["Warsaw.en.html", "Warsaw.es.html", "Warsaw.de.html", "Oxygen.en.html",
+              "Oxygen.es.html", "Rhine.en.html"]  # fmt: skip
+    warsaw, oxygen = "Warsaw.html (3 variants: de, en, es)", "Oxygen.html (2 variants: en, es)"
+    assert group_labels(labels) == {"Oxygen.en.html": oxygen, "Oxygen.es.html": oxygen,
+                                    "Warsaw.de.html": warsaw, "Warsaw.en.html": warsaw,
+                                    "Warsaw.es.html": warsaw}  # fmt: skip
+    assert corpus_languages(labels) == {"en", "es"}
+
+
+def _xquad_labels() -> list[str]:
+    """XQuAD's 48 article titles in its 12 languages as ``<title>.<code>.html`` (trial
+    23's form), read from the shared data (the titles are the English ones in every file)."""
+    labels = []
+    for path in sorted((SHARED_DATA / "xquad").glob("xquad.*.json")):
+        code = path.name.split(".")[1]
+        data = json.loads(path.read_text(encoding="utf-8"))["data"]
+        labels += [f"{article['title']}.{code}.html" for article in data]
+    return labels
+
+
+SIZES = ["img/photo-sm.jpg", "img/photo-lg.jpg", "img/logo-sm.png", "img/logo-lg.png",
+         "img/logo.png"]  # fmt: skip
+REGIONS = [f"sales/{r}/q{i}.pdf" for r in ("ne", "se", "sw", "nw") for i in (1, 2)]
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "xquad").is_dir(), reason="needs ../shared/data (GOLDWATCH_SHARED_DATA)"
+)
+def test_a_real_multilingual_corpus_groups_and_its_path_words_do_not() -> None:
+    """XQuAD's 576 labels: 48 groups of 12 (``ro``, ``el``, ``hi``, ``vi`` are also path
+    words — read-only, element, high, roman six — and join beside en, de, es…); with sizes
+    and compass regions beside them, those stay themselves (``sm``/``lg`` and
+    ``ne``/``se``/``sw`` only ever stand beside each other; ``nw`` is no code)."""
+    xquad = _xquad_labels()
+    assert len(xquad) == 576
+    codes = {label.split(".")[-2] for label in xquad}
+    assert codes == {"ar", "de", "el", "en", "es", "hi", "ro", "ru", "th", "tr", "vi", "zh"}
+    grouped = group_labels(xquad + SIZES + REGIONS)
+    assert sorted(grouped) == sorted(xquad)
+    groups = set(grouped.values())
+    assert len(groups) == 48
+    assert "Warsaw.html (12 variants: ar, de, el, en, es, hi, ro, ru, th, tr, vi, zh)" in groups
+    assert corpus_languages(xquad + SIZES + REGIONS) == codes
+    assert group_labels(SIZES + REGIONS) == {}  # and alone, neither
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        [f"sales/{r}/q{i}.pdf" for r in ("ne", "se", "sw") for i in (1, 2, 3)],  # regions
+        ["sales/q1.pdf", "sales/se/q1.pdf", "sales/q2.pdf", "sales/se/q2.pdf"],  # and whole
+        SIZES,
+        ["run-km.csv", "run-mi.csv", "ride-km.csv", "ride-mi.csv"],  # units
+        ["mnt/ro/app.yaml", "mnt/rw/app.yaml", "mnt/ro/db.yaml", "mnt/rw/db.yaml"],  # modes
+        ["notes/mr/12.md", "notes/12.md", "notes/mr/99.md", "notes/99.md"],  # merge requests
+        ["chart-hi.png", "chart-lo.png", "map-hi.png", "map-lo.png"],  # resolutions
+        ["book-ii.pdf", "book-vi.pdf", "vol-ii.pdf", "vol-vi.pdf"],  # roman numerals
+        ["hr/policy.html", "it/policy.html", "hr/leave.html", "it/leave.html"],  # departments
+        ["uk/prices.html", "prices.html", "uk/terms.html", "terms.html"],  # a country
+        ["guide.de.html", "guide.en.html", "faq.html"],  # one base: no evidence of a scheme
+    ],
+)
+def test_path_words_that_read_as_codes_are_not_languages(labels: list[str]) -> None:
+    assert group_labels(labels) == {}
+
+
+def test_the_ambiguous_codes_are_codes() -> None:
+    assert AMBIGUOUS_CODES <= LANGUAGE_CODES
+    assert {"sm", "lg", "ne", "se", "sw", "km", "mi", "ro", "rw", "mr"} <= AMBIGUOUS_CODES
 
 
 @pytest.mark.parametrize(
@@ -111,24 +185,41 @@ def test_the_trial_s_articles_group_by_language() -> None:
         (["it.html", "de.html"], {}),  # codes as file names: no code read
         (["a.de.html", "a-de.html"], {}),  # two labels, one code: no two variants
         (["hr/policy.html", "it/policy.html"], {}),  # two departments, not two languages
+        (["hr/policy.html", "it/policy.html", "de/policy.html"], {}),  # one base: no evidence
         (
-            ["hr/policy.html", "it/policy.html", "de/policy.html"],  # German makes them so
-            {
-                "de/policy.html": "policy.html (3 variants: de, hr, it)",
-                "hr/policy.html": "policy.html (3 variants: de, hr, it)",
-                "it/policy.html": "policy.html (3 variants: de, hr, it)",
+            ["hr/p.html", "it/p.html", "de/p.html", "it/q.html", "de/q.html"],
+            {  # German, recurring, vouches for it (beside it twice), not for hr (once)
+                "de/p.html": "p.html (2 variants: de, it)",
+                "it/p.html": "p.html (2 variants: de, it)",
+                "de/q.html": "q.html (2 variants: de, it)",
+                "it/q.html": "q.html (2 variants: de, it)",
             },
         ),
         (
-            ["docs/guide.html", "docs/de/guide.html"],  # the default language, unmarked
-            {
+            ["docs/guide.html", "docs/de/guide.html", "docs/faq.html", "docs/de/faq.html"],
+            {  # the default language, unmarked
+                "docs/de/faq.html": "docs/faq.html (2 variants: de, unmarked)",
                 "docs/de/guide.html": "docs/guide.html (2 variants: de, unmarked)",
+                "docs/faq.html": "docs/faq.html (2 variants: de, unmarked)",
                 "docs/guide.html": "docs/guide.html (2 variants: de, unmarked)",
             },
         ),
+        (  # an unmarked label vouches for no path word: IT's pages, or Italian ones
+            ["docs/guide.html", "docs/it/guide.html", "docs/faq.html", "docs/it/faq.html"],
+            {},
+        ),
         (
-            ["guide.de.html", "guide-pt-BR.html", "b.html"],  # two forms, one base
+            [
+                "guide.de.html",
+                "guide-pt-BR.html",
+                "faq.pt_br.html",
+                "faq-de.pdf",
+                "b.html",
+                "faq.de.html",
+            ],  # two forms, one base; pt counts pt-BR  # fmt: skip
             {
+                "faq.de.html": "faq.html (2 variants: de, pt-BR)",
+                "faq.pt_br.html": "faq.html (2 variants: de, pt-BR)",
                 "guide-pt-BR.html": "guide.html (2 variants: de, pt-BR)",
                 "guide.de.html": "guide.html (2 variants: de, pt-BR)",
             },
@@ -164,17 +255,22 @@ def test_a_bad_pattern_is_a_configuration_error_naming_the_field() -> None:
 def test_long_urls_group_before_they_are_cut() -> None:
     """Two 300-character URLs that differ only by their language part are one document:
     grouped on the whole labels, then cut (a hash of the group's whole label), never the
-    other way round (their cut labels differ by their hashes)."""
+    other way round (their cut labels differ by their hashes). (A second article in the
+    two languages: one base is no evidence that de and en are languages.)"""
     tail = "a" * 300
     labels = document_labels([("p-1", f"https://x.org/de/{tail}.html"),
                               ("p-2", f"https://x.org/en/{tail}.html"),
-                              ("p-3", "b.html")])  # fmt: skip
+                              ("p-3", "b.html"), ("p-4", "https://x.org/de/c.html"),
+                              ("p-5", "https://x.org/en/c.html")])  # fmt: skip
     group = labels.documents["p-1"]
     assert labels.documents["p-2"] == group and len(group) == MAX_DOCUMENT_CHARS
     assert group.startswith(f"https://x.org/{tail[:50]}") and group[-9] == "…"
-    assert labels.variants == {group: 2}
-    assert set(labels.renamed.values()) == {group} and len(labels.renamed) == 2
-    assert all(len(own) == MAX_DOCUMENT_CHARS for own in labels.renamed)  # as saved before
+    short = "https://x.org/c.html (2 variants: de, en)"
+    assert labels.documents["p-4"] == labels.documents["p-5"] == short
+    assert labels.variants == {group: 2, short: 2}
+    assert set(labels.renamed.values()) == {group, short} and len(labels.renamed) == 4
+    cut = [own for own in labels.renamed if "c.html" not in own]
+    assert len(cut) == 2 and all(len(own) == MAX_DOCUMENT_CHARS for own in cut)  # as saved
 
 
 def test_signed_urls_stay_apart_and_no_doc_means_no_dimension() -> None:
@@ -233,7 +329,10 @@ def _stage(labels: Any, **kwargs: Any) -> HarvestStage:
                         renamed=labels.renamed, **kwargs)  # fmt: skip
 
 
-CORPUS = [("p-1", "a.en.html"), ("p-2", "a.de.html"), ("p-3", "b.html")]
+#: a.html in English and German, asked about; c.html in both too, never asked about (one
+#: base would be no evidence that en and de are languages); b.html the gold set's
+CORPUS = [("p-1", "a.en.html"), ("p-2", "a.de.html"), ("p-3", "b.html"), ("p-4", "c.en.html"),
+          ("p-5", "c.de.html")]  # fmt: skip
 
 
 def _run(stage: HarvestStage) -> dict[str, dict[str, Any]]:
@@ -260,16 +359,16 @@ def test_the_variants_share_one_gap() -> None:
         ("a.html (2 variants: de, en)", 2, 3)
     ]
     assert report["gaps"][0]["gap"] == pytest.approx(L_2_OF_3, abs=1e-6)
-    assert report["documents"] == 2 and report["grouped"] == {"documents": 2, "groups": 1}
+    assert report["documents"] == 3 and report["grouped"] == {"documents": 4, "groups": 2}
     line = document_gap_lines(report)[0]  # (the next: the uncovered share, its own test)
     assert "a.html (2 variants: de, en) 66.7% live (2 of 3 questions)" in line
-    assert line.endswith("of 2 documents (2 corpus documents grouped into 1 by language variant)")
-    assert "grouped into 1 by language variant" in "".join(document_gap_table(report))
+    assert line.endswith("of 3 documents (4 corpus documents grouped into 2 by language variant)")
+    assert "grouped into 2 by language variant" in "".join(document_gap_table(report))
     apart = _stage(document_labels(CORPUS, None))
     rows = _run(apart)
     assert rows["Aufladung fehlgeschlagen"]["gap"] == pytest.approx(L_1_OF_2, abs=1e-6)
     report = apart.document_gaps(10)
-    assert report is not None and "grouped" not in report and report["documents"] == 3
+    assert report is not None and "grouped" not in report and report["documents"] == 5
     assert grouped_note(report) == ""
 
 
@@ -286,3 +385,25 @@ def test_a_restore_maps_old_labels_and_drops_groups_no_longer_formed() -> None:
     apart.restore(grouped.state_snapshot())
     assert apart.coverage.document_totals == {"b.html": 1}
     assert apart.coverage.live[DOCUMENT] == {"b.html": 1}
+
+
+def test_a_restore_groups_old_labels_before_it_bounds_them() -> None:
+    """A state saved before the grouping with more per-language labels than
+    ``max_documents`` (4 here: a, c, d in en and de, one question each) is bounded once
+    they are counted under their groups (3), so nothing is forgotten; bounded first, the 6
+    labels would have been cut to 4 × 9 // 10 = 3 and 3 events uncounted."""
+    corpus = CORPUS + [("p-6", "d.en.html"), ("p-7", "d.de.html")]
+    firsts = ["p-1", "p-2", "p-4", "p-5", "p-6", "p-7"]
+    events = [event(f"e{i}", f"question {i}", results=[(p, 2.0)]) for i, p in enumerate(firsts)]
+    before = _stage(document_labels(corpus, None))
+    before.process(batch(events, [dict(NOTES) for _ in events]))
+    assert len(before.coverage.document_totals) == 6
+    bounded = HarvestConfig(flush_interval_s=0.0, min_live_events=1, max_documents=4)
+    labels = document_labels(corpus)
+    grouped = HarvestStage(bounded, gold_counts={DOCUMENT: {"b.html": 2}},
+                           documents=labels.documents, renamed=labels.renamed)  # fmt: skip
+    grouped.restore(before.state_snapshot())
+    totals = grouped.coverage.document_totals
+    assert sorted(totals.values()) == [2, 2, 2] and len(totals) == 3
+    assert all("(2 variants: de, en)" in doc for doc in totals)
+    assert grouped.coverage.documents_uncounted == 0
