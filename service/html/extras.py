@@ -388,9 +388,16 @@ def candidates_section(candidates: Any) -> Markup:
     fields = [f for f in SUGGESTION_FIELDS if any(f in r for r in shown)]
     if "reason_counts" in fields and "reasons" in fields:
         fields.remove("reasons")  # the labelling API's ordered list repeats the counts' keys
-    # the id first and never wrapped (a labeller copies it into the accept URL), the
+    # the id first and never wrapped at a laptop's width (a labeller copies it into the
+    # accept URL; page.CSS lets it wrap under 1,200 px rather than scroll sideways), the
     # question next to it, wrapped at word boundaries only; times to the minute
     fields = [f for f in fields if f != "first_seen"]  # the last time matters for triage
+    # the status page lists the undecided ones only (its summary says so): a column saying
+    # "suggested" on every row took the width the table needed at 1,400 px (trial 24)
+    statuses = {r.get("status") for r in shown}
+    status = statuses.pop() if "status" in fields and len(statuses) == 1 else None
+    if status is not None:
+        fields.remove("status")
     # labels such as answered_out_of_scope=6 or comparison_query may break after an
     # underscore, so the table fits a 1,400 px window with its last column in view
     body = [
@@ -405,6 +412,8 @@ def candidates_section(candidates: Any) -> Markup:
     parts: list[str] = [*summary, table_html]
     total = candidates.get("n_suggestions") if isinstance(candidates, Mapping) else None
     hidden = (total if isinstance(total, int) else len(rows)) - len(shown)
+    if status is not None:
+        parts.append(para(f"Status of every suggestion listed: {status}.", "muted"))
     if hidden > 0:
         parts.append(para(f"{hidden} more suggestions not shown.", "muted"))
     if isinstance(candidates, Mapping):

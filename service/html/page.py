@@ -16,6 +16,12 @@ from datetime import UTC, datetime
 
 from markupsafe import Markup
 
+#: The pages' style sheet. Tables fit the page at a laptop's width (session 40: trial 24's
+#: suggestions table scrolled sideways at 1,400 px): cells padded 7 px a side, free-text
+#: cells (``td.text``) may break inside a long token (a setting's dotted name, a URL) rather
+#: than widen their column; under 1,200 px the body's margins narrow, free text may shrink to
+#: 10em and the never-wrapped cells (ids, times) wrap too, at 9 characters or more a line,
+#: where the alternative is a table scrolled sideways.
 CSS = """
 :root { --fg: #1d2430; --muted: #5b6577; --line: #d9dee7; --bg: #ffffff; --band: #f4f6fa;
         --bad: #b42318; --ok: #1a7f37; --warn: #9a6700; }
@@ -31,11 +37,11 @@ p.notice { border-left: 4px solid var(--warn); background: var(--band); padding:
 p.warn { border-left: 4px solid var(--warn); padding: 4px 8px; font-weight: 600; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-variant-numeric: tabular-nums; }
-th, td { border-bottom: 1px solid var(--line); padding: 3px 9px; text-align: right;
+th, td { border-bottom: 1px solid var(--line); padding: 3px 7px; text-align: right;
          vertical-align: top; }
 th { background: var(--band); font-weight: 600; }
 th:first-child, td:first-child, td.text { text-align: left; }
-td.text { max-width: 520px; min-width: 14em; overflow-wrap: break-word; }
+td.text { max-width: 520px; min-width: 14em; overflow-wrap: anywhere; }
 td.nowrap, span.nowrap { white-space: nowrap; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; }
@@ -49,6 +55,11 @@ details { margin: 4px 0 10px; }
 summary { cursor: pointer; font-weight: 600; }
 ul.notes { margin: 4px 0; padding-left: 20px; }
 code { font-size: 12px; }
+@media (max-width: 1200px) {
+  body { padding: 12px 12px 40px; }
+  td.text { min-width: 10em; }
+  td.nowrap { white-space: normal; overflow-wrap: anywhere; min-width: 9ch; }
+}
 """
 
 

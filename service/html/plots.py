@@ -141,18 +141,22 @@ def k_curves(ks: Sequence[int], panels: Mapping[str, Mapping[str, Sequence[float
 
 def grouped_bars(
     categories: Sequence[str],
-    series: Mapping[str, Sequence[float]],
+    series: Mapping[str, Sequence[float | None]],
     *,
     title: str,
     xlabel: str,
     colours: Mapping[str, str] | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> str:
     """Horizontal grouped bars: one group per category, one bar per series.
 
     Args:
         categories: group labels, drawn top to bottom.
-        series: series name → one value per category.
+        series: series name → one value per category; ``None``: no bar (no figure to draw,
+            which a bar at 0 would misstate as a rate of 0).
         colours: series name → colour (default: :data:`PALETTE` in order).
+        notes: category → a short text written in its group at the plot area's left edge,
+            in grey italics (why it has no bar, e.g. ``no batch yet under this range``).
     """
     _require(bool(categories) and bool(series), title)
     plt = _pyplot()
@@ -162,11 +166,22 @@ def grouped_bars(
         fig, ax = plt.subplots(figsize=(6.0, min(height, 14.0)))
         positions = list(range(len(categories)))
         for i, (name, values) in enumerate(series.items()):
-            offsets = [p - 0.4 + width * (i + 0.5) for p in positions]
+            drawn = [(p - 0.4 + width * (i + 0.5), v)
+                     for p, v in zip(positions, values, strict=True) if v is not None]  # fmt: skip
             colour = (colours or {}).get(name, PALETTE[i % len(PALETTE)])
-            ax.barh(offsets, values, height=width, color=colour, label=name)
+            ax.barh([o for o, _ in drawn], [v for _, v in drawn], height=width, color=colour,
+                    label=name)  # fmt: skip
+        for category, text in (notes or {}).items():
+            # x in the plot area's fraction, y on the category's group
+            ax.text(0.01, categories.index(category), text,
+                    transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=8,
+                    color="#5b6577", style="italic")  # fmt: skip
         ax.set_yticks(positions, list(categories))
         ax.invert_yaxis()
+        if notes:  # every group in view and rates from 0, also with few bars or none
+            ax.set_ylim(len(categories) - 0.5, -0.5)
+            drawn_any = any(v is not None for values in series.values() for v in values)
+            ax.set_xlim(left=0.0, **({} if drawn_any else {"right": 1.0}))
         ax.set(title=title, xlabel=xlabel)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         return to_svg(fig)

@@ -42,7 +42,10 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
         series: the optional time series (``buckets`` with ``answers`` and ``refused``).
     """
     drift = analytics["drift"]
-    labels, overall, baseline, current, rows = [], [], [], [], []
+    labels: list[str] = []
+    overall: list[float | None] = []
+    baseline, current, rows = [], [], []
+    notes: dict[str, str] = {}  # chart label → why it has no bar
     stable_note = ""  # (said when the out-of-scope windows count the stable verdicts only)
     off = analytics["out_of_scope"].get("off")
     for dim, key, field, label in RATES:
@@ -53,6 +56,7 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
         mark = " (uncalibrated)" if analytics[key].get("uncalibrated") else ""
         unstable = analytics[key].get("unstable") if dim == "out_of_scope" else None
         bar = label
+        shown = pct(rate)
         if unstable:  # the windows count the stable verdicts only: both shares, named
             bar = f"{label} (stable verdicts)"
             label, rate, every = _stable_row(label, rate, unstable, mark)
@@ -60,9 +64,13 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
             stable_note = (" The out-of-scope windows and bars count only the stable "
                            "verdicts (those the off-corpus cutoff's range does not move); "
                            "the share of every verdict is in the table.")  # fmt: skip
+            shown = pct(rate)
+            if rate is None:  # no share under the range now in use: said, not a 0 bar
+                notes[bar + mark] = reason = no_stable_share(unstable)
+                shown = f"– ({reason})"
         label += mark
         labels.append(bar + mark)
-        overall.append(rate or 0.0)
+        overall.append(rate if bar + mark in notes else rate or 0.0)
         baseline.append(test.get("rate_reference"))
         current.append(test.get("rate_current"))
         change = (
@@ -73,7 +81,7 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
         rows.append(
             [
                 label,
-                pct(rate),
+                shown,
                 pct(test.get("rate_reference")),
                 pct(test.get("rate_current")),
                 change,
@@ -89,14 +97,16 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
                                 (series or {}).get("bucket_s")))  # fmt: skip
     # a window never tested has no rate: no bars and no legend entry for it (not zeros)
     windows = {"baseline window": baseline, "current window": current}
-    bars = {"all events": overall}
-    bars |= {name: [v or 0.0 for v in values]
+    bars: dict[str, list[float | None]] = {"all events": overall}
+    bars |= {name: [None if v is None and at in notes else v or 0.0
+                    for at, v in zip(labels, values, strict=True)]
              for name, values in windows.items() if any(v is not None for v in values)}  # fmt: skip
     svg = plots.grouped_bars(
         labels,
         bars,
         title="Refusal rate" if off else "Refusal and out-of-scope rates",
         xlabel="rate",
+        notes=notes,
     )
     caption = ("The current window is tested against the baseline window of earlier traffic "
                f"(two-proportion test).{stable_note}")  # fmt: skip
@@ -148,6 +158,26 @@ def _stable_row(
     stable = (f"{label}, stable verdicts only (the off-corpus cutoff's range moves none)"
               f"{since}")  # fmt: skip
     return stable, unstable.get("stable_share"), every
+
+
+def no_stable_share(unstable: Mapping[str, Any]) -> str:
+    """Why the out-of-scope share of the stable verdicts has no value (``unstable``: the
+    report's ``out_of_scope.unstable``, whose ``stable_share`` is ``None``): no batch counted
+    under the off-corpus cutoff's range now in use (``since`` unset: at the first start, or
+    after a refresh or restart moved the range), none of its questions scored, or every
+    verdict under it one the range moves.
+
+    >>> no_stable_share({"since": None, "scored": 0})
+    'no batch yet under this range'
+    >>> no_stable_share({"since": "2026-12-03T01:00:00", "scored": 4, "out": 1, "in": 3})
+    'no stable verdict yet under this range (all 4 scored lie in it)'
+    """
+    if not unstable.get("since"):
+        return "no batch yet under this range"
+    scored = int(unstable.get("scored") or 0)
+    if not scored:
+        return "no question scored yet under this range"
+    return f"no stable verdict yet under this range (all {scored} scored lie in it)"
 
 
 def _by_language(analytics: Mapping[str, Any]) -> list[Markup]:

@@ -1,8 +1,11 @@
 """What a reader sees at 1,400 px in a real browser (headless Chromium): the eval report's
 overall table (issue 18, item 5) and the status page's suggestions table, whole ids and
 questions included (item 6), fit the page without a horizontal scroll bar; so do the shadow
-section's tables, at 800 px too. The charts keep their marks whole and uncovered: the drift
-alarms' triangles inside the plot area, the shares-over-time legend off every line.
+section's tables, at 800 px too, and every table of the demo's own pages (session 40: trial 24
+saw the live status page's suggestions table scroll sideways at 1,400 px), which are served
+and written as ``goldwatch demo`` serves and ``goldwatch demo --fast --html`` writes them.
+The charts keep their marks whole and uncovered: the drift alarms' triangles inside the plot
+area, the shares-over-time legend off every line.
 
 The pages run no script; the test loads a copy with one appended script that logs, per
 table, its section and whether its scroll box overflows (or, per chart, the boxes of its
@@ -14,14 +17,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+import httpx
+import pytest
 
 from service.evaluation.evaluate import evaluate_run
 from service.html import render_eval_html, render_replay_html, render_status_page
 from service.html.extras import AGREEMENT
+from service.jobs.demo import demo_settings, prepare_workdir
 from service.records import ScoredDoc
 from tests.acceptance.test_html_chromium import CONSOLE, STATUS, chromium  # noqa: F401
+from tests.service.api.test_app import TOKEN, Server, _free_port
+from tests.service.api.test_harvest_service import _consumed
 from tests.service.html import samples
 
 WIDTH = 1400
@@ -31,6 +41,15 @@ for (const box of document.querySelectorAll("section .scroll")) {
   console.log(JSON.stringify({section, scroll: box.scrollWidth, client: box.clientWidth}));
 }
 </script>"""
+
+#: The page's own width against its window's (a horizontal scroll bar on the whole page), then
+#: every table's scroll box as :data:`_MEASURE` logs it.
+_PAGE_AND_TABLES = """<script>
+const root = document.documentElement;
+console.log(JSON.stringify({section: "(page)", scroll: root.scrollWidth,
+                            client: root.clientWidth}));
+</script>"""
+_PAGE_AND_TABLES += _MEASURE
 
 
 #: Per chart (an inline SVG of :mod:`service.html.plots`): its title, the client boxes of its
@@ -248,3 +267,47 @@ def test_shares_over_time_legend_covers_no_line(chromium: str, tmp_path: Path) -
             assert legend is not None and chart["points"] > 1000, chart
             assert chart["covered"] == 0, (width, chart)
             assert legend["left"] >= area["right"], (width, chart)  # off the plot area
+
+
+@pytest.fixture(scope="module")
+def demo_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The demo's two pages: its live status page (``goldwatch demo``'s settings, the log read
+    at once, served until it is consumed: suggestions from the labelling API with their
+    ``status``, live quality, shadow, document gaps) and its report (``goldwatch demo --fast
+    --html``, through the real CLI)."""
+    work = tmp_path_factory.mktemp("demo")
+    live = work / "live"
+    settings = demo_settings(live, rate=None, port=_free_port(), token=TOKEN)
+    prepare_workdir(live)
+    with Server(settings) as running:
+        status = httpx.get(_consumed(running).base + "/", timeout=60)
+    assert status.status_code == 200, status.text
+    report = work / "demo.html"
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "demo", "--fast", "--workdir", str(work / "fast"),
+         "--html", str(report)],
+        cwd=work, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {"status page": status.text, "demo report": report.read_text(encoding="utf-8")}
+
+
+@pytest.mark.slow  # serves the demo until its whole log is consumed, then replays it again
+def test_demo_pages_scroll_nowhere_sideways_at_1400_px(
+    chromium: str,  # noqa: F811
+    demo_pages: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """Trial 24: the live status page's suggestions table (with the labelling API's
+    ``status`` column) needed 1,215 px of the 1,132 a 1,400 px window leaves it and scrolled
+    sideways. At 1,400 px neither the page (``document.documentElement.scrollWidth`` ≤
+    ``clientWidth``) nor any of its tables scrolls sideways, on the demo's status page and on
+    its report."""
+    for name, page in demo_pages.items():
+        rows = logged_rows(chromium, page, _PAGE_AND_TABLES, tmp_path)
+        whole = [r for r in rows if r["section"] == "(page)"]
+        assert len(whole) == 1 and whole[0]["scroll"] <= whole[0]["client"], (name, whole)
+        tables = [r for r in rows if r["section"] != "(page)"]
+        assert len(tables) >= 20, (name, tables)  # every section's tables were measured
+        wide = [r for r in tables if r["scroll"] > r["client"]]
+        assert wide == [], (name, wide)

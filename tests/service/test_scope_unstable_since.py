@@ -210,3 +210,24 @@ def test_the_rates_table_names_the_share_of_every_verdict_and_of_the_stable_ones
     assert "count only the stable verdicts" in html  # the chart's caption
     plain = str(refusals_section(_analytics(None), None))  # no range: one row, as before
     assert "every verdict" not in plain and "out-of-scope questions" in plain
+
+
+def test_no_batch_under_the_range_is_said_not_drawn_as_a_zero_share() -> None:
+    """Session 40: before a batch is counted under the range now in use (the first start,
+    or a refresh or restart that moved the range: every count 0, ``since`` unset) the share of
+    the stable verdicts is ``None``; the table and the chart say there was no batch yet under
+    this range, where the chart drew a bar at 0."""
+    moved = {"out": 0, "in": 0, "scored": 0, "out_of_scope": 0, "since_scored": 100,
+             "since": None, "band": None, "stable_share": None}  # fmt: skip
+    html = str(refusals_section(_analytics(moved), None))
+    assert "– (no batch yet under this range)" in html  # the stable verdicts' row
+    assert ">no batch yet under this range</text>" in html  # in the chart, for its group
+    assert "20.0%" in html  # the share of every verdict stays in the table
+    # counted, yet every verdict under the range is one it moves: said so
+    lying = {**moved, "out": 1, "in": 3, "scored": 4, "since": "2026-12-03T01:00:00"}
+    said = str(refusals_section(_analytics(lying), None))
+    assert "no stable verdict yet under this range (all 4 scored lie in it)" in said
+    counted = str(refusals_section(_analytics(
+        {**moved, "scored": 10, "out_of_scope": 2, "since": "2026-12-03T01:00:00",
+         "stable_share": 0.2}), None))  # fmt: skip
+    assert "under this range" not in counted

@@ -145,3 +145,21 @@ def test_shares_over_time_with_the_bucket_width_break_every_other_bucket() -> No
     line = re.search(r'<path d="([^"]*)"\s*clip-path="[^"]*"\s*'
                      r'style="[^"]*stroke: #4e79a7; stroke-width: 1.6', svg)  # fmt: skip
     assert line is not None and line.group(1).count("L") == 0  # three lone dots, no segment
+
+
+def test_grouped_bars_draw_no_bar_for_a_missing_value_and_say_why() -> None:
+    """Session 40: a share with no value (the out-of-scope share of the stable verdicts before
+    a batch is counted under the off-corpus cutoff's range) was drawn as a bar at 0; ``None``
+    draws no bar (one patch fewer than a bar at 0) and the group says why, on a rate axis from
+    0 (with no bar at all too)."""
+    at_zero = plots.grouped_bars(["a", "b"], {"s": [0.5, 0.0]}, title="t", xlabel="rate")
+    missing = plots.grouped_bars(["a", "b"], {"s": [0.5, None]}, title="t", xlabel="rate",
+                                 notes={"b": "no batch yet under this range"})  # fmt: skip
+    empty = plots.grouped_bars(["a", "b"], {"s": [None, None]}, title="t", xlabel="rate",
+                               notes={"a": "no answer", "b": "no batch"})  # fmt: skip
+    patches = [len(re.findall(r'<g id="patch_', svg)) for svg in (at_zero, missing, empty)]
+    assert patches[0] - 1 == patches[1] == patches[2] + 1
+    assert "no batch yet under this range" in missing and "no batch yet" not in at_zero
+    assert ">no answer<" in empty and ">no batch<" in empty
+    ticks = re.findall(r">(-?\d+\.\d+)</text>", empty)  # the x axis' tick labels
+    assert ticks[0] == "0.0" and ticks[-1] == "1.0", ticks

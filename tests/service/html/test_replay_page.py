@@ -121,6 +121,23 @@ def test_suggestions_show_the_whole_id_first_and_the_time_to_the_minute() -> Non
     assert "<th>last seen</th>" in page and "first_seen" not in page
 
 
+def test_a_status_every_listed_suggestion_shares_is_said_once_not_in_a_column() -> None:
+    """Trial 24: the status page lists the undecided suggestions only, and a ``status``
+    column saying ``suggested`` on each of its rows took the width the table needed at
+    1,400 px. One status for all: said under the table; mixed: a column, as before."""
+    rows = [{"id": f"c-{i}", "question": f"q {i}", "count": 2, "status": "suggested"}
+            for i in range(3)]  # fmt: skip
+    page = render_replay_html({**samples.replay_report(), "gold_candidates": rows})
+    listed = page[page.index('<section id="gold-candidates">') :]
+    assert "<th>status</th>" not in listed and "<td>suggested</td>" not in listed
+    assert "Status of every suggestion listed: suggested." in listed
+    rows[0]["status"] = "accepted"
+    page = render_replay_html({**samples.replay_report(), "gold_candidates": rows})
+    listed = page[page.index('<section id="gold-candidates">') :]
+    assert "<th>status</th>" in listed and "<td>accepted</td>" in listed
+    assert "Status of every suggestion listed" not in listed
+
+
 def test_extras_absent_are_skipped() -> None:
     parsed = parse(render_replay_html(samples.replay_report(extras=False)))
     assert parsed.sections == SECTIONS[:5]
