@@ -253,8 +253,8 @@ class TimeSeries:
         What :meth:`add` and :meth:`add_known` do per event, with the bucket of the previous
         event kept while the next falls in it too (a batch's events are mostly of one hour;
         only a new bucket can coarsen the others) and a label already seen taken as it is:
-        the same counts, in the same order (1.9 against 1.0 µs an event on
-        ``benchmarks.bench_production``'s stream)."""
+        the same counts, in the same order (a week of 50,000 events in batches of 500, on a
+        loaded machine: 0.8-1.0 against 1.1-1.25 µs an event)."""
         isfinite, floor = math.isfinite, math.floor
         seen_languages, seen_topics = self._labels["languages"], self._labels["topics"]
         width, key, bucket = self.bucket_s, None, None
