@@ -1087,7 +1087,7 @@ class HarvestStage:
         were 19 Hindi refusals of one topic where the labellers' queue alternated). Only
         ``top`` records are built (a report's summary needs 20 of ``max_suggestions``)."""
         config = self.config
-        chosen = select(self.suggestions.values(), config)[:top] if top > 0 else []
+        chosen = select(self.suggestions.values(), config, first=top) if top > 0 else []
         return [record(suggestion, config) for suggestion in chosen]
 
     def best_records_in_gaps(self, top: int, groups: int) -> tuple[list[GapSuggestions], int]:
@@ -1131,7 +1131,7 @@ class HarvestStage:
         largest = sorted(by_gap.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:groups]
         out: list[GapSuggestions] = []
         for (dimension, value), ranked in largest:
-            chosen = select(ranked, config)[:top] if top > 0 else []
+            chosen = select(ranked, config, first=top) if top > 0 else []
             best = [record(suggestion, config) for suggestion in chosen]
             out.append({"dimension": dimension, "value": value, "gap": current[dimension, value],
                         "n": len(ranked), "top": best})  # fmt: skip

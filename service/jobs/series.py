@@ -248,12 +248,38 @@ class TimeSeries:
                   ) -> None:  # fmt: skip
         """Count a batch: ``annotations[i]`` gives ``language_label`` (else ``language``),
         ``topic`` (none counted with ``topic_unjudged_language``), ``refused`` and ``known``
-        (its production ``scores``, when scored)."""
+        (its production ``scores``, when scored).
+
+        What :meth:`add` and :meth:`add_known` do per event, with the bucket of the previous
+        event kept while the next falls in it too (a batch's events are mostly of one hour;
+        only a new bucket can coarsen the others) and a label already seen taken as it is:
+        the same counts, in the same order (a week of 50,000 events in batches of 500, on a
+        loaded machine: 0.8-1.0 against 1.1-1.25 µs an event)."""
+        isfinite, floor = math.isfinite, math.floor
+        seen_languages, seen_topics = self._labels["languages"], self._labels["topics"]
+        width, key, bucket = self.bucket_s, None, None
         for stamp, notes in zip(timestamps, annotations, strict=True):
-            language = notes.get("language_label", notes.get("language"))
-            self.add(stamp, language, notes.get("topic"), notes.get("refused"),
-                     notes.get("topic_unjudged_language") is not True)  # fmt: skip
-            known = notes.get("known") or {}
+            if not isfinite(stamp):
+                continue
+            get = notes.get
+            if floor(stamp / width) != key or bucket is None:
+                bucket = self._bucket(stamp)  # may coarsen: the width then doubles
+                width = self.bucket_s
+                key = floor(stamp / width)
+            language = get("language_label", get("language")) or "und"
+            if language not in seen_languages:
+                language = self._label("languages", language)
+            bucket["languages"][language] += 1
+            if get("topic_unjudged_language") is not True:
+                topic = get("topic") or "und"
+                if topic not in seen_topics:
+                    topic = self._label("topics", topic)
+                bucket["topics"][topic] += 1
+            refused = get("refused")
+            if refused is not None:
+                bucket["answers"] += 1
+                bucket["refused"] += int(refused)
+            known = get("known") or {}
             if known.get("scores") is not None:
                 self.add_known(stamp, known["scores"], str(known["gold_id"]))
 

@@ -302,7 +302,9 @@ def harvest_summary(
         for reason in row.get("reasons", ()):
             by_reason[reason] = by_reason.get(reason, 0) + 1
     by_id = {str(r["id"]): r for r in records}
-    chosen = select((Suggestion.from_json(r) for r in records), config)[:top] if top > 0 else []
+    chosen = (
+        select((Suggestion.from_json(r) for r in records), config, first=top) if top > 0 else []
+    )
     return {"n_suggestions": len(records), "by_reason": by_reason,
             "top": [by_id[s.id] for s in chosen]}  # fmt: skip
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -43,6 +43,26 @@ def _bounded(value: Any, allowed: tuple[str, ...]) -> str:
     topic model every question was exported as topic ``other``). Never raises on a hashable
     value."""
     return bounded_label("und" if value is None else value, allowed)
+
+
+def _bound_counts(raw: Mapping[Any, int], allowed: tuple[str, ...]) -> dict[str, int]:
+    """``raw`` (value -> n) by bounded label (:func:`_bounded`), summed, labels in the order
+    their first value comes in ``raw``."""
+    counts: dict[str, int] = {}
+    for value, n in raw.items():
+        label = _bounded(value, allowed)
+        counts[label] = counts.get(label, 0) + n
+    return counts
+
+
+class _LabelCounts(NamedTuple):
+    """A batch's counts by bounded label (:meth:`AnalyticsMetrics._label_counts`)."""
+
+    languages: dict[str, int]
+    topics: dict[str, int]
+    no_topic: dict[str, int]
+    answered: dict[str, int]
+    refused: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +169,7 @@ class AnalyticsMetrics:
         ``counted``: ``count_annotations(annotations)`` when already known (the batch's
         :meth:`~service.pipeline.Batch.counts`), else it is counted here."""
         flags, pii = counted if counted is not None else count_annotations(annotations)
-        languages, topics, no_topic = self._label_counts(annotations)
+        languages, topics, no_topic, answered, refused = self._label_counts(annotations)
         for kind, n in pii.items():
             self.pii_scrubbed.labels(type=bounded_label(kind, PII_TYPES)).inc(n)
         for language, n in languages.items():
@@ -167,55 +187,42 @@ class AnalyticsMetrics:
             ("under_refusals", self.under_refusals),
         ):
             counter.inc(flags[key])  # fmt: skip
-        if flags["answers"]:
-            answered, refused = self._refusals_by_language(annotations)
-            for language, n in answered.items():
-                self.answers_by_language.labels(language=language).inc(n)
-            for language, n in refused.items():
-                self.refusals_by_language.labels(language=language).inc(n)
+        for language, n in answered.items():
+            self.answers_by_language.labels(language=language).inc(n)
+        for language, n in refused.items():
+            self.refusals_by_language.labels(language=language).inc(n)
 
-    def _refusals_by_language(
-        self, annotations: Sequence[Mapping[str, Any]]
-    ) -> tuple[dict[str, int], dict[str, int]]:
-        """``({language label: answers}, {language label: refused})`` of a batch (answers:
-        ``refused`` True or False, as ``count_annotations`` counts them), labels bounded as
-        the question counts' (:meth:`_label_counts`)."""
-        answered: dict[str, int] = {}
-        refused: dict[str, int] = {}
-        for notes in annotations:
-            verdict = notes.get("refused")
-            if verdict is None:
-                continue
-            label = _bounded(notes.get("language_label", notes.get("language")),
-                             self.language_labels)  # fmt: skip
-            answered[label] = answered.get(label, 0) + 1
-            if verdict is True:
-                refused[label] = refused.get(label, 0) + 1
-        return answered, refused
-
-    def _label_counts(
-        self, annotations: Sequence[Mapping[str, Any]]
-    ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
-        """``({language label: n}, {topic label: n}, {language label: n given no topic})`` of
-        a batch, labels bounded (:func:`_bounded`: no label is ``und``, as the drift stage
-        and the replay series count it, not ``other``), each dictionary in the order its
-        labels first occur. A question the topic stage gave no topic
-        (``topic_unjudged_language``: no gold row in its language) is in no topic's count
-        and in the third, under its language.
+    def _label_counts(self, annotations: Sequence[Mapping[str, Any]]) -> _LabelCounts:
+        """``({language label: n}, {topic label: n}, {language label: n given no topic},
+        {language label: answers}, {language label: refused})`` of a batch, labels bounded
+        (:func:`_bounded`: no label is ``und``, as the drift stage and the replay series
+        count it, not ``other``), each dictionary in the order its labels first occur. A
+        question the topic stage gave no topic (``topic_unjudged_language``: no gold row in
+        its language) is in no topic's count and in the third, under its language. Answers
+        are the events with ``refused`` True or False, as ``count_annotations`` counts them
+        (the refused ones: True), under the language label of the first.
 
         The raw values are counted first and each distinct one bounded once: the label sets
         are tuples (a linear ``in``), and a batch holds a few distinct values for hundreds of
         events. The first event of a bounded label is the first of the first raw value
         mapped to it, so the order is the one per-event bounding gives. A value that cannot
-        be a dictionary key (a custom stage's) makes it bound per event instead."""
+        be a dictionary key (a custom stage's) makes it bound per event instead. One pass
+        over the batch (the answers by language were a second one until session 40)."""
         raw_languages: dict[Any, int] = {}
         raw_topics: dict[Any, int] = {}
         raw_no_topic: dict[Any, int] = {}
+        raw_answered: dict[Any, int] = {}
+        raw_refused: dict[Any, int] = {}
         try:
             for notes in annotations:
                 get = notes.get
                 language = get("language_label", get("language"))
                 raw_languages[language] = raw_languages.get(language, 0) + 1
+                verdict = get("refused")
+                if verdict is not None:
+                    raw_answered[language] = raw_answered.get(language, 0) + 1
+                    if verdict is True:
+                        raw_refused[language] = raw_refused.get(language, 0) + 1
                 value = get("topic")
                 if value is None and get("topic_unjudged_language") is True:
                     # given no topic (no gold row in its language): in no topic
@@ -224,28 +231,27 @@ class AnalyticsMetrics:
                 raw_topics[value] = raw_topics.get(value, 0) + 1
         except TypeError:  # unhashable
             raw_languages, raw_topics, raw_no_topic = {}, {}, {}
+            raw_answered, raw_refused = {}, {}
             for notes in annotations:
                 language = _bounded(notes.get("language_label", notes.get("language")),
                                     self.language_labels)  # fmt: skip
                 raw_languages[language] = raw_languages.get(language, 0) + 1
+                verdict = notes.get("refused")
+                if verdict is not None:
+                    raw_answered[language] = raw_answered.get(language, 0) + 1
+                    if verdict is True:
+                        raw_refused[language] = raw_refused.get(language, 0) + 1
                 if notes.get("topic") is None and notes.get("topic_unjudged_language") is True:
                     raw_no_topic[language] = raw_no_topic.get(language, 0) + 1
                     continue
                 topic = _bounded(notes.get("topic"), self.topic_labels)
                 raw_topics[topic] = raw_topics.get(topic, 0) + 1
-        languages: dict[str, int] = {}
-        for value, n in raw_languages.items():
-            label = _bounded(value, self.language_labels)
-            languages[label] = languages.get(label, 0) + n
-        topics: dict[str, int] = {}
-        for value, n in raw_topics.items():
-            label = _bounded(value, self.topic_labels)
-            topics[label] = topics.get(label, 0) + n
-        no_topic: dict[str, int] = {}
-        for value, n in raw_no_topic.items():
-            label = _bounded(value, self.language_labels)
-            no_topic[label] = no_topic.get(label, 0) + n
-        return languages, topics, no_topic
+        languages, topics = self.language_labels, self.topic_labels
+        return _LabelCounts(
+            _bound_counts(raw_languages, languages), _bound_counts(raw_topics, topics),
+            _bound_counts(raw_no_topic, languages), _bound_counts(raw_answered, languages),
+            _bound_counts(raw_refused, languages),
+        )  # fmt: skip
 
     def observe_excluded_languages(self, counts: Mapping[str, int]) -> None:
         """Count questions that read as a language the language candidates leave out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 from typing import Any
 
 import pytest
@@ -102,3 +104,35 @@ def test_add_batch_counts_as_add_one_by_one_through_coarsening_and_other() -> No
     assert second["languages"] == {"other": 1, "en": 2, "hi-Latn": 1}
     assert second["topics"] == {"fees": 2, "other": 2}
     assert (second["answers"], second["refused"]) == (2, 0)
+
+
+def test_add_batch_counts_as_add_and_add_known_on_a_mixed_stream() -> None:
+    # events back and forth across buckets (coarsening on the way), non-finite times, no
+    # topic for an unjudged language, known questions scored: add_batch keeps the previous
+    # event's bucket only while the next falls in it, and counts as add and add_known do
+    rng = random.Random(7)
+    stamps: list[float] = []
+    notes: list[dict[str, Any]] = []
+    for i in range(400):
+        stamps.append(rng.choice([math.nan, math.inf]) if i % 97 == 5
+                      else rng.choice([stamps[-1] if stamps and math.isfinite(stamps[-1])
+                                       else 0.0, rng.uniform(0, 40 * HOUR)]))  # fmt: skip
+        row: dict[str, Any] = {"language": rng.choice(["en", "hi", "fr", None]),
+                               "topic": rng.choice(["fees", "exams", "visa", None]),
+                               "refused": rng.choice([True, False, None])}  # fmt: skip
+        if rng.random() < 0.2:
+            row["topic_unjudged_language"] = True
+        if rng.random() < 0.3:
+            row["known"] = {"gold_id": f"g{i % 5}", "scores": {"recall": 0.5, "hit": 1.0,
+                                                                 "rr": 0.25}}  # fmt: skip
+        notes.append(row)
+    batch, one_by_one = (TimeSeries(bucket_s=HOUR, max_buckets=6, max_labels=3)
+                         for _ in range(2))  # fmt: skip
+    batch.add_batch(stamps, notes)
+    for stamp, n in zip(stamps, notes, strict=True):
+        one_by_one.add(stamp, n.get("language"), n.get("topic"), n.get("refused"),
+                       n.get("topic_unjudged_language") is not True)  # fmt: skip
+        if "known" in n:
+            one_by_one.add_known(stamp, n["known"]["scores"], n["known"]["gold_id"])
+    assert json.dumps(batch.report()) == json.dumps(one_by_one.report())
+    assert batch.report()["bucket_s"] > HOUR  # it coarsened

@@ -109,3 +109,22 @@ def test_select_drops_near_duplicates_the_index_missed() -> None:
     # 0.632 >= 0.6, but "year" is asked only by "d" (the merge rule): another question, kept.
     assert [s.id for s in select(rows, config)] == ["a", "c", "d"]
     assert [s.id for s in select(rows, config, distinct=False)] == ["a", "b", "c", "d"]
+
+
+def test_select_first_is_the_selections_prefix() -> None:
+    # quotas (set-aside ones filling in at the end), strata, near duplicates: each prefix of
+    # the whole selection, of a limited one too, is what ``first`` gives (quotas of the whole)
+    config = HarvestConfig(quotas={"refused": 0.3})
+    rows = [s(f"r{i}", {"refused": 1}, 9 - i, topic=f"t{i % 3}") for i in range(9)]
+    rows += [s(f"n{i}", {"novel": 1}, 3 - i, topic="tn", language="hi") for i in range(3)]
+    rows += [
+        Suggestion("d1", "q", "hostel gate closing time", topic="t0", reasons={"refused": 3}),
+        Suggestion("d2", "q", "hostel gate closng time", topic="t1", reasons={"refused": 2}),
+    ]  # fmt: skip
+    for limit in (None, 5):
+        whole = [x.id for x in select(rows, config, limit)]
+        assert "d2" not in whole and whole[-1].startswith("r")  # dropped; set aside, filled
+        for first in range(len(rows) + 2):
+            assert [x.id for x in select(rows, config, limit, first=first)] == whole[:first]
+    with pytest.raises(ValueError, match="first"):
+        select(rows, config, first=-1)
