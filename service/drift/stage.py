@@ -580,10 +580,12 @@ class DriftStage:
         open until the effect falls below half the threshold"``.
 
         The rule (trial 24, MEDIUM 2): a category suppression or a confound decides only
-        whether a move into ``drift`` *opens* an alarm. Once open, the alarm is held by the
-        detector's hysteresis alone, whatever the calibration of the categories rising at a
-        later test or a confound says, and through tests too short of events
-        (``insufficient_data``: not tested is not cleared; the report says so in ``held``;
+        whether a move into ``drift`` *opens* an alarm. Once open, the alarm ends only by the
+        detector's clearing rule (its hysteresis), whatever the calibration of the categories
+        rising at a later test or a confound says — such a test is strong, so it is held for
+        that reason, not by hysteresis (its report's ``held_because``, review s40) — and
+        through tests too short of events (``insufficient_data``: not tested is not cleared;
+        the report says so in ``held``, ``held_because: not_tested``, ``last_test``;
         for at most the detector's ``hold_untested_s``, a day or the window span, since the
         latest test with enough events: a lasting fall of the traffic ends it not tested):
         it ends when a test shows the effect below the ``clear_*`` thresholds (half the
