@@ -209,8 +209,9 @@ def _comparison_row(
     state = badge(test["state"])
     if because is not None:
         label = HELD_LABELS[because]
-        quiet = [r["category"] for r in test.get("rising") or () if r["category"] in silenced]
-        if because == "suppressed_categories" and quiet:
+        rising = test.get("rising") if because == "suppressed_categories" else None
+        quiet = [str(r["category"]) for r in rising or () if r.get("category") in silenced]
+        if quiet:
             label = f"held open: only {', '.join(quiet)} rises"
         state = Markup(f'{state} <span class="muted">{esc(label)}</span>')
     if test.get("held") and because == "not_tested":

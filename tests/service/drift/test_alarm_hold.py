@@ -205,6 +205,9 @@ def test_a_confound_that_starts_while_the_alarm_is_open_does_not_end_it() -> Non
     assert _topic(drift) == [("drift", ["novel", "x"])]
     test = _baseline(drift)
     assert test["state"] == "drift" and test["held"].startswith("confounded: language drifts")
+    # (a strong test: held by the confound, not by hysteresis; review s40)
+    assert (test["held_because"], test["held_by_hysteresis"]) == ("confounded", False)
+    assert _surfaces(drift)[1][2] == "drift held open: confounded"
     assert drift.take_alarms() == {("topic", "baseline"): 1, ("language", "baseline"): 1}
 
 
