@@ -180,7 +180,13 @@ class DimensionDrift(TypedDict, total=False):
     categorical dimensions add ``live_counts`` and ``gold_counts`` ``{category: events}``,
     ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
     ``{category: why}``; ``tested_state`` is the state the test gave when suppression or
-    hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say why the dimension /
+    hysteresis changed it; a test whose open alarm is held although it alone would open none
+    says why in ``held`` (words) and ``held_because`` (``suppressed_categories``,
+    ``confounded``, ``not_tested``, ``hysteresis``: :data:`service.drift.stage.HELD_BECAUSE`),
+    a ``not_tested`` one its latest test with enough events in ``last_test`` (the same shape;
+    its own JSD ``NaN`` and p ``1.0`` are the untested defaults); ``held_by_hysteresis`` is the
+    detector's: the effect is between the clear and alarm thresholds, or no test ran;
+    ``suppressed`` / ``suppressed_categories`` say why the dimension /
     a category raises no alarm; ``confounded`` ``{"by", "reason"}`` and, when only some of
     ``by``'s categories confound it, ``"categories"`` (a list): the dimension raises no alarm
     while ``by`` drifts too (topic by language: the topic assignment is measurably worse in

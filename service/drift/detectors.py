@@ -229,6 +229,8 @@ class _WindowedDetector:
         self._last_test: float | None = None
         #: comparison -> the event time (Unix seconds) of its latest test with enough events
         self._tested_at: dict[str, float] = {}
+        #: comparison -> its latest report with enough events (:meth:`last_tested`)
+        self._last_tested: dict[str, Any] = {}
 
     def hold_untested_s(self, comparison: str) -> float:
         """How long, seconds of event time since ``comparison``'s latest test with enough
@@ -237,6 +239,14 @@ class _WindowedDetector:
         config = self.windows
         span = config.reference_window_s if comparison == "reference" else config.window_s
         return max(HOLD_UNTESTED_S, float(span))
+
+    def last_tested(self, comparison: str) -> Any:
+        """``comparison``'s latest report with enough events to test (the same type as
+        :attr:`reports`' values; ``None`` before its first one, or after a restore of a
+        snapshot written before it was kept while the latest report lacked events): what a
+        report held open through tests too short of events (:meth:`held_open`) last measured
+        (review s40: the held row read "JSD nan, p 1.000", the empty test's defaults)."""
+        return self._last_tested.get(comparison)
 
     def held_open(self, comparison: str) -> bool:
         """Whether ``comparison``'s latest test lacked events (``insufficient_data``) while
@@ -404,6 +414,7 @@ class _WindowedDetector:
             report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
             self.n_alarms += report.state == "drift" and before != "drift"
             self._states[name], self._reports[name] = report.state, report
+            self._last_tested[name] = report
 
     _reference: dict[str, int] | None
 
@@ -432,6 +443,12 @@ class _WindowedDetector:
             "window_time": {name: list(kept) for name, kept in self._window_time.items()},
             "tests_at": [self._first_test, self._last_test],
             "tested_at": dict(self._tested_at),
+            # only where the latest report lacked events (otherwise it is that report)
+            "last_tested": {
+                name: report.to_dict()
+                for name, report in self._last_tested.items()
+                if report is not self._reports.get(name)
+            },
         }
 
     def restore(self, state: dict[str, Any] | None) -> Self:
@@ -470,6 +487,15 @@ class _WindowedDetector:
         if not isinstance(tested, dict):
             tested = {name: report.timestamp for name, report in self._reports.items()}
         self._tested_at = {str(k): float(v) for k, v in tested.items() if k in self._states}
+        # a report with enough events is its own latest test; older snapshots kept none else
+        self._last_tested = {name: report for name, report in self._reports.items()
+                             if report.state != _INSUFFICIENT}  # fmt: skip
+        for name, data in (state.get("last_tested") or {}).items():
+            if name in self._states and isinstance(data, dict):
+                try:
+                    self._last_tested[name] = self._report_from_dict(data)
+                except TypeError as exc:
+                    raise ValueError(f"detector snapshot has a malformed report: {exc}") from exc
         first, last = state.get("tests_at") or (None, None)
         self._first_test = None if first is None else float(first)
         self._last_test = None if last is None else float(last)

@@ -53,6 +53,7 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -552,14 +553,23 @@ class DriftStage:
         (:meth:`confound`), or every category rising in it is suppressed
         (:meth:`suppress_category`, e.g. an uncalibrated ``novel``). ``report``: the test
         (``None`` before the first one after a restore); ``reports``: as :meth:`_state_of`."""
+        quiet = self._quieted_by(dim, report, name, reports)
+        return None if quiet is None else quiet[1]
+
+    def _quieted_by(self, dim: str, report: Any, name: str,
+                    reports: Mapping[str, Mapping[str, Any]] | None = None,
+                    ) -> tuple[str, str] | None:  # fmt: skip
+        """:meth:`_quieted` as ``(kind, why)``, ``kind`` one of :data:`HELD_BECAUSE`'s
+        ``"confounded"`` or ``"suppressed_categories"``."""
         if self._confounded_now(dim, name, reports):
-            return f"confounded: {self.confounded[dim][0]} drifts too"
+            return "confounded", f"confounded: {self.confounded[dim][0]} drifts too"
         silenced = self.suppressed_categories.get(dim)
         if silenced and report is not None:
             rising = {change.category for change in getattr(report, "rising", ())}
             if rising and rising <= silenced.keys():
                 named = ", ".join(f"{c} ({silenced[c]})" for c in sorted(rising))
-                return f"only {named} rises, which alone raises no alarm"
+                return ("suppressed_categories",
+                        f"only {named} rises, which alone raises no alarm")  # fmt: skip
         return None
 
     def held(self, dim: str, name: str, report: Any,
@@ -570,10 +580,12 @@ class DriftStage:
         open until the effect falls below half the threshold"``.
 
         The rule (trial 24, MEDIUM 2): a category suppression or a confound decides only
-        whether a move into ``drift`` *opens* an alarm. Once open, the alarm is held by the
-        detector's hysteresis alone, whatever the calibration of the categories rising at a
-        later test or a confound says, and through tests too short of events
-        (``insufficient_data``: not tested is not cleared; the report says so in ``held``;
+        whether a move into ``drift`` *opens* an alarm. Once open, the alarm ends only by the
+        detector's clearing rule (its hysteresis), whatever the calibration of the categories
+        rising at a later test or a confound says — such a test is strong, so it is held for
+        that reason, not by hysteresis (its report's ``held_because``, review s40) — and
+        through tests too short of events (``insufficient_data``: not tested is not cleared;
+        the report says so in ``held``, ``held_because: not_tested``, ``last_test``;
         for at most the detector's ``hold_untested_s``, a day or the window span, since the
         latest test with enough events: a lasting fall of the traffic ends it not tested):
         it ends when a test shows the effect below the ``clear_*`` thresholds (half the
@@ -1004,15 +1016,20 @@ class DriftStage:
                 state = self._state_of(dim, test["state"], detector.reports[name], name)
                 if state != test["state"]:
                     test["tested_state"], test["state"] = test["state"], state
-                held = self.held(dim, name, detector.reports[name])
+                report = detector.reports[name]
+                held = self.held(dim, name, report)
+                quiet = self._quieted_by(dim, report, name) if held is not None else None
+                because = ("hysteresis" if report.held_by_hysteresis
+                           else quiet[0] if quiet is not None else None)  # fmt: skip
                 if test.get("tested_state") == "insufficient_data" and state == "drift":
-                    bound = _duration(detector.hold_untested_s(name))
-                    held = (f"not tested ({test.get('insufficient') or 'too few events'}); "
-                            "the alarm stays open until a test shows the effect below half "
-                            f"the threshold, or {bound} pass since its latest test with "
-                            "enough events (it then ends, not tested)")  # fmt: skip
+                    last = detector.last_tested(name)
+                    held, because = _untested_held(test, last, detector.hold_untested_s(name))
+                    if last is not None:
+                        test["last_test"] = last.to_dict()
                 if held is not None:  # open, though this test alone would open no alarm
-                    test["held_by_hysteresis"], test["held"] = True, held
+                    # (held_by_hysteresis stays the detector's own: an open alarm held while
+                    # only a suppressed category rises has a strong test, review s40)
+                    test["held"], test["held_because"] = held, because
             state = _overall(dim in self.suppressed, list(states.values()))
             if state != body["state"]:
                 body["tested_state"], body["state"] = body["state"], state
@@ -1159,6 +1176,64 @@ def _named_by(alarms: list[dict[str, Any]], last_state: Mapping[str, str]
                 named[key] = list(dict.fromkeys(found))
                 break
     return named
+
+
+#: Why an open alarm is held although its latest test alone would open none (a report's
+#: ``held_because``, with ``held`` saying it in words): ``hysteresis`` — the test's effect is
+#: below the alarm threshold (or its p-value not below alpha) but not below half of it
+#: (a row held so with nothing else to say has ``held_by_hysteresis`` and no ``held``);
+#: ``suppressed_categories`` — the test is strong, but every category rising is suppressed
+#: (an uncalibrated ``novel``), which alone opens no alarm; ``confounded`` — the test is
+#: strong, but the dimension is confounded by one that drifts too; ``not_tested`` — the
+#: window had too few events, so no test ran (``last_test``: the latest test that did).
+HELD_BECAUSE = ("hysteresis", "suppressed_categories", "confounded", "not_tested")
+
+
+def _untested_held(test: Mapping[str, Any], last: Any, bound_s: float) -> tuple[str, str]:
+    """``(held, "not_tested")`` for a comparison whose open alarm a test too short of events
+    holds (``test``: its report's dict, with ``insufficient``, the reason; ``last``: its
+    latest report with enough events, ``None`` when not known; ``bound_s``: how long, seconds
+    since that test, tests too short of events hold it), e.g. ``"not tested at 2026-01-01
+    16:15 UTC: <why>. Its latest test with enough events, at 2026-01-01 10:40 UTC, read drift
+    (JSD 0.249, p 1.37e-202); the alarm stays open until a test shows the effect below half
+    the threshold, or 24 h pass since that test (it then ends, not tested)"``. The figures
+    are the latest test's, never the untested one's (review s40: "JSD nan, p 1.000")."""
+    why = test.get("insufficient") or "too few events"
+    bound = _duration(bound_s)
+    now = f"not tested at {_utc(float(test['timestamp']))}: {why}"
+    if last is None:  # (a snapshot written before the latest test was kept)
+        return (f"{now}; the alarm stays open until a test shows the effect below half the "
+                f"threshold, or {bound} pass since its latest test with enough events (it "
+                "then ends, not tested)", "not_tested")  # fmt: skip
+    return (f"{now}. Its latest test with enough events, at {_utc(last.timestamp)}, read "
+            f"{last.state} ({figures_text(last.to_dict())}); the alarm stays open until a "
+            f"test shows the effect below half the threshold, or {bound} pass since that "
+            "test (it then ends, not tested)", "not_tested")  # fmt: skip
+
+
+def figures_text(test: Mapping[str, Any]) -> str:
+    """What a test measured, in words: ``"JSD 0.249, p 1.37e-202"`` (categorical),
+    ``"rate 5.0% → 20.0%, p 0.000123"`` (a rate), ``"3 terms tested, p 0.0400"`` (terms);
+    p as the status page's table writes it (3 decimals, or 3 significant digits below 0.001).
+
+    >>> figures_text({"js_divergence": 0.25, "p_value": 1e-9})
+    'JSD 0.250, p 1.00e-09'
+    >>> figures_text({"rate_reference": 0.05, "rate_current": 0.2, "p_value": 0.5})
+    'rate 5.0% → 20.0%, p 0.500'
+    """
+    p = float(test["p_value"])
+    said = f"{p:.2e}" if p != 0 and abs(p) < 1e-3 else f"{p:.3f}"
+    if "js_divergence" in test:
+        return f"JSD {float(test['js_divergence']):.3f}, p {said}"
+    if "terms_tested" in test:
+        return f"{test['terms_tested']} terms tested, p {said}"
+    return (f"rate {float(test['rate_reference']):.1%} → {float(test['rate_current']):.1%}, "
+            f"p {said}")  # fmt: skip
+
+
+def _utc(timestamp: float) -> str:
+    """Unix seconds as ``"2026-01-01 10:40 UTC"``."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _duration(seconds: float) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.html import plots
-from service.html.page import badge, figure, num, para, pct, section, table, when
+from service.html.page import badge, esc, figure, num, para, pct, section, table, when
 from service.refusals.scope import windows_count
 
 DIMENSIONS = (
@@ -63,38 +63,9 @@ def drift_section(
             continue
         silenced = drift[dim].get("suppressed_categories") or {}
         for name, test in drift[dim]["comparisons"].items():
-            moved = category_moves(test, silenced)
-            if test["state"] == "insufficient_data" and test.get("insufficient"):
-                moved = f"not tested: {test['insufficient']}"
-            if test.get("cannot_alarm"):
-                moved = f"{moved}; cannot alarm: {test['cannot_alarm']}"
-            effect = (
-                f"JSD {num(test.get('js_divergence'))}"
-                if "js_divergence" in test
-                else f"{test['terms_tested']} terms tested"
-                if "terms_tested" in test
-                else rate_move(test) + windows_count(dim, drift[dim])
-            )
-            state = badge(test["state"])
-            if test.get("held_by_hysteresis"):
-                held = True
-                state = Markup(f'{state} <span class="muted">held by hysteresis</span>')
-            if test.get("held"):  # an open alarm this test alone would not open: why
-                moved = f"{moved}; held: {test['held']}"
-            rows.append(
-                [
-                    dim,
-                    name,
-                    state,
-                    when(test.get("timestamp")),
-                    test.get("n_reference"),
-                    test.get("n_current"),
-                    effect,
-                    test.get("p_value"),
-                    test.get("alpha"),
-                    moved,
-                ]
-            )
+            row, by_hysteresis = _comparison_row(dim, name, test, drift[dim], silenced)
+            held = held or by_hysteresis
+            rows.append(row)
     parts: list[str] = [
         table(
             [
@@ -193,6 +164,74 @@ def _recent(timing: Mapping[str, Any]) -> str:
     if not share or not events:
         return ""
     return f" Of the latest {events} events, {share:.0%} were kept out."
+
+
+#: The state cell's words beside ``drift`` for a held row, by its ``held_because``
+#: (:data:`service.drift.stage.HELD_BECAUSE`; a row with ``held_by_hysteresis`` alone:
+#: ``hysteresis``). Only ``hysteresis`` is the detector's hysteresis (review s40: a strong
+#: test whose only rising category was the uncalibrated ``novel`` read "held by hysteresis").
+HELD_LABELS = {
+    "hysteresis": "held by hysteresis",
+    "suppressed_categories": "held open: only a suppressed category rises",
+    "confounded": "held open: confounded",
+    "not_tested": "held open, not tested",
+}
+
+
+def _comparison_row(
+    dim: str, name: str, test: Mapping[str, Any], body: Mapping[str, Any],
+    silenced: Mapping[str, str],
+) -> tuple[list[Any], bool]:  # fmt: skip
+    """One comparison's row of the drift table and whether hysteresis holds it
+    (:data:`HELD_NOTE` then goes under the table). A test that did not run (too few events)
+    shows no figures (its report's defaults, JSD ``nan`` and p ``1.0``, measure nothing);
+    an open alarm held through it shows its latest test's (``last_test``) with that test's
+    time, and says in "what moved" that no test ran now, and why (review s40)."""
+    because = test.get("held_because") or ("hysteresis" if test.get("held_by_hysteresis")
+                                           else None)  # fmt: skip
+    shown: Mapping[str, Any] = test
+    if because == "not_tested":
+        shown = test.get("last_test") or {}
+    untested = test["state"] == "insufficient_data" or (because == "not_tested" and not shown)
+    moved = category_moves(shown, silenced) if shown else "–"
+    if test["state"] == "insufficient_data" and test.get("insufficient"):
+        moved = f"not tested: {test['insufficient']}"
+    if test.get("cannot_alarm"):
+        moved = f"{moved}; cannot alarm: {test['cannot_alarm']}"
+    if untested:
+        effect = "no test"
+    elif "js_divergence" in shown:
+        effect = f"JSD {num(shown.get('js_divergence'))}"
+    elif "terms_tested" in shown:
+        effect = f"{shown['terms_tested']} terms tested"
+    else:
+        effect = rate_move(shown) + windows_count(dim, body)
+    state = badge(test["state"])
+    if because is not None:
+        label = HELD_LABELS[because]
+        rising = test.get("rising") if because == "suppressed_categories" else None
+        quiet = [str(r["category"]) for r in rising or () if r.get("category") in silenced]
+        if quiet:
+            label = f"held open: only {', '.join(quiet)} rises"
+        state = Markup(f'{state} <span class="muted">{esc(label)}</span>')
+    if test.get("held") and because == "not_tested":
+        moved = (f"held: {test['held']}" if not shown
+                 else f"held: {test['held']}. Shown: that test; it moved: {moved}")  # fmt: skip
+    elif test.get("held"):  # an open alarm this test alone would not open: why
+        moved = f"{moved}; held: {test['held']}"
+    row = [
+        dim,
+        name,
+        state,
+        when(shown.get("timestamp")),
+        (shown or test).get("n_reference"),  # (no test known: the untested window's)
+        (shown or test).get("n_current"),
+        effect,
+        None if untested else shown.get("p_value"),
+        (shown or test).get("alpha"),
+        moved,
+    ]
+    return row, because == "hysteresis"
 
 
 def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None = None) -> str:
