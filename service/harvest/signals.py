@@ -368,9 +368,9 @@ class CoverageTracker:
             if len(self.document_totals) > self.max_documents:
                 self._forget_documents()
             if len(named) == len(documents):
-                out[DOCUMENT] = self._push_documents(named)
+                out[DOCUMENT] = self._push_each(DOCUMENT, named)
             else:
-                kept = iter(self._push_documents(named))
+                kept = iter(self._push_each(DOCUMENT, named))
                 out[DOCUMENT] = [0.0 if doc is None else next(kept) for doc in documents]
         for dim in ("topic", "language"):
             labels = [str(notes.get(dim) or "und") for notes in annotations]
@@ -384,11 +384,26 @@ class CoverageTracker:
 
     def _push_each(self, dim: str, labels: list[str]) -> list[float]:
         """Append ``labels`` to ``dim``'s window one at a time; each one's gap right after
-        it (:meth:`update_each`)."""
+        it (:meth:`update_each`).
+
+        The ``document`` window (with gold document counts) also keeps the counts of its
+        events on documents without a gold row and of the events before it
+        (:meth:`uncovered`), in the same step that moves the window (one eviction, so the
+        counts cannot drift from the window's); with ``min_uncovered_rise`` set, an
+        uncovered document's gap is the larger of its own and the lower bound ``R`` of the
+        uncovered share's rise (window against earlier events) when ``R ≥
+        min_uncovered_rise`` (over the window as it stands right after the event joined it,
+        as every gap here). The other windows pay two tests of a local per event for it."""
         window, counts, size = self._labels[dim], self.live[dim], self.window
         gold = self.gold.get(dim, {})
         gold_total = self._gold_total.get(dim, 0)
         cache, ratio, least = self._gaps, self.min_ratio, self.min_live_events
+        # the uncovered-documents counts: kept for the document window with gold counts
+        track = dim == DOCUMENT and bool(gold)
+        floor = self.min_uncovered_rise if track else None
+        u = self._uncovered
+        earlier = self._earlier
+        covered = True
         gaps: list[float] = []
         for label in labels:
             if len(window) >= size:  # (the deque drops its oldest as the label joins)
@@ -398,8 +413,17 @@ class CoverageTracker:
                     counts[old] = left
                 else:
                     del counts[old]
+                if track:
+                    earlier[1] += 1
+                    if old not in gold:
+                        u -= 1
+                        earlier[0] += 1
             window.append(label)
             x = counts[label] = counts.get(label, 0) + 1
+            if track:
+                covered = label in gold
+                if not covered:
+                    u += 1
             n = len(window)
             if n < least or not gold_total:
                 gaps.append(0.0)
@@ -411,60 +435,13 @@ class CoverageTracker:
                     cache.clear()
                 gap = cache[key] = gap_lower_bound(x, n, gold.get(label, 0), gold_total,
                                                    ratio, label=label)  # fmt: skip
-            gaps.append(gap)
-        return gaps
-
-    def _push_documents(self, labels: list[str]) -> list[float]:
-        """:meth:`_push_each` of the ``document`` window, which also keeps the counts of its
-        events on documents without a gold row and of the events before it
-        (:meth:`uncovered`); with ``min_uncovered_rise`` set, an uncovered document's gap
-        is the larger of its own and the lower bound ``R`` of the uncovered share's rise
-        (window against earlier events) when ``R ≥ min_uncovered_rise`` (over the window as
-        it stands right after the event joined it, as every gap here)."""
-        gold = self.gold.get(DOCUMENT)
-        if not gold:
-            return self._push_each(DOCUMENT, labels)
-        window, counts, size = self._labels[DOCUMENT], self.live[DOCUMENT], self.window
-        gold_total = self._gold_total[DOCUMENT]
-        cache, ratio, least = self._gaps, self.min_ratio, self.min_live_events
-        floor = self.min_uncovered_rise
-        u = self._uncovered
-        earlier = self._earlier
-        gaps: list[float] = []
-        for label in labels:
-            if len(window) >= size:  # (the deque drops its oldest as the label joins)
-                old = window[0]
-                left = counts[old] - 1
-                if left:
-                    counts[old] = left
-                else:
-                    del counts[old]
-                earlier[1] += 1
-                if old not in gold:
-                    u -= 1
-                    earlier[0] += 1
-            window.append(label)
-            x = counts[label] = counts.get(label, 0) + 1
-            covered = label in gold
-            if not covered:
-                u += 1
-            n = len(window)
-            if n < least:
-                gaps.append(0.0)
-                continue
-            key = (DOCUMENT, label, x, n)
-            gap = cache.get(key)
-            if gap is None:
-                if len(cache) >= _MAX_GAPS:
-                    cache.clear()
-                gap = cache[key] = gap_lower_bound(x, n, gold.get(label, 0), gold_total,
-                                                   ratio, label=label)  # fmt: skip
             if floor is not None and not covered and earlier[1] >= least:
                 rise = rise_lower_bound(u, n, earlier[0], earlier[1])
                 if rise >= floor and rise > gap:
                     gap = rise
             gaps.append(gap)
-        self._uncovered = u
+        if track:
+            self._uncovered = u
         return gaps
 
     def _count_uncovered(self) -> None:
