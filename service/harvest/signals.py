@@ -52,6 +52,7 @@ __all__ = [
     "ScoreWindow",
     "document_labels",
     "event_reasons",
+    "judged_out_of_scope",
     "passage_documents",
     "production_documents",
     "production_score",
@@ -175,26 +176,69 @@ def passage_documents(
 
 
 def production_documents(
-    events: Sequence[QueryLogEvent], doc_of: Mapping[str, str]
+    events: Sequence[QueryLogEvent],
+    doc_of: Mapping[str, str],
+    annotations: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[str | None]:
     """Per event, the document its question is about: ``doc_of`` (:func:`passage_documents`)
     of the best result of its production retrieval (:func:`_first_id`: by rank, else by
     score; :func:`service.coverage.top_document`: the corpus's document, not the event's own
     ``doc``, so live and gold are labelled alike). ``None`` without a retrieval, with no
-    results, or when the best passage is not a corpus passage with a document.
+    results, when the best passage is not a corpus passage with a document, or when the
+    event's ``annotations`` (one mapping per event, the scope stage's:
+    :func:`~service.refusals.stage.annotate_scope`) judge it out of scope
+    (:func:`judged_out_of_scope`).
 
-    No model decides it, not even the out-of-scope detector: an off-corpus question keeps
-    the document production answered it from (trial 37b: Hinglish-TOP questions ranked onto
-    the top-up FAQ shared its gap). Leaving out the events judged out of scope made those
-    gap suggestions 92 % top-up questions instead of 78 %, but the detector also judged a
-    quarter of the top-up questions out of scope: 91 top-up suggestions with the reason
-    instead of 135, 2 of the queue's first 50 instead of 4."""
+    An out-of-scope question is about no document of the corpus, whichever one production
+    happened to rank first: it is no gap in the gold set's coverage of the corpus, so it
+    joins no ``document`` share (neither a document's nor the uncovered-documents one, whose
+    numerator and denominator are the questions *not* judged out of scope) and takes no
+    ``document`` gap; it keeps its own reasons (``answered_out_of_scope`` when answered).
+    Trial 24: 99 of the 308 ``coverage_gap`` suggestions were CLINC150 chit-chat the
+    detector judged out of scope that production had ranked onto an uncovered article.
+    Only a verdict that is a fact leaves an event out: the detector calibrated (or a known
+    question deciding) and the verdict stable (an ``unstable`` one, which the off-corpus
+    cutoff's bootstrap range moves, is counted as in scope, as the ``out_of_scope`` drift
+    dimension and the ``answered_out_of_scope`` reason leave it out of theirs). Leaving out
+    every verdict had cost trial 37b's top-up surge a third of its gap suggestions (135 →
+    91: the detector judged a quarter of the top-up questions out of scope, and 31 of the 43
+    it called answered out of scope were unstable verdicts); with this rule its
+    ``coverage_gap`` suggestions went 152 → 116, the top-up ones 113 → 101 (74 % → 87 % of
+    them), and ``faq-topup.html`` stays a gap (216 of 2,880 → 179 of 2,561 questions).
+    Trial 23's detector was uncalibrated: nothing left out."""
     out: list[str | None] = []
-    for event in events:
+    append = out.append
+    if annotations is None:
+        for event in events:
+            retrieval = event.retrieval
+            results = retrieval.results if retrieval is not None else ()
+            append(doc_of.get(_first_id(results)) if results else None)
+        return out
+    for event, notes in zip(events, annotations, strict=True):
         retrieval = event.retrieval
         results = retrieval.results if retrieval is not None else ()
-        out.append(doc_of.get(_first_id(results)) if results else None)
+        if not results or (notes.get("out_of_scope_stable") is True
+                           and notes.get("scope_calibrated") is not False):  # fmt: skip
+            append(None)
+        else:
+            append(doc_of.get(_first_id(results)))
     return out
+
+
+def judged_out_of_scope(notes: Mapping[str, Any]) -> bool:
+    """Whether an event's annotations judge it out of scope as a fact: the scope stage's
+    stable verdict (``out_of_scope_stable``, ``None`` when the off-corpus cutoff's range
+    moves it) is ``True`` and the detector is calibrated (``scope_calibrated`` not
+    ``False``; a known question's verdict is the gold set's and always calibrated). Missing
+    annotations (no scope stage): ``False``. :func:`production_documents`' rule.
+
+    >>> judged_out_of_scope({"out_of_scope_stable": True, "scope_calibrated": True})
+    True
+    >>> [judged_out_of_scope(n) for n in ({"out_of_scope_stable": None, "out_of_scope": True},
+    ...  {"out_of_scope_stable": True, "scope_calibrated": False}, {})]
+    [False, False, False]
+    """
+    return notes.get("out_of_scope_stable") is True and notes.get("scope_calibrated") is not False
 
 
 def _first_id(results: Sequence[RetrievedPassage]) -> str:
@@ -243,13 +287,14 @@ class CoverageTracker:
     one), so Newcombe's (1998, method 10) lower bound of ``p − g`` is ``L − g``.
 
     The ``document`` dimension counts only the events given a document
-    (:meth:`update_each`'s ``documents``; an event without retrieval results joins no
-    document window), and also keeps all-time counts (:attr:`document_totals`, one entry per
-    corpus document seen) for the report's list (:meth:`document_gaps`, over all live
-    traffic as the drift view's lists are). Those hold at most ``max_documents`` documents:
-    past it the least counted are forgotten (down to 90 % of it, ties by label) and their
-    events kept as :attr:`documents_uncounted`, which still count in every document's live
-    share (a document forgotten and seen again starts afresh: its share is under-, never
+    (:meth:`update_each`'s ``documents``; an event without retrieval results, or one judged
+    out of scope, :func:`production_documents`, joins no document window), and also keeps
+    all-time counts (:attr:`document_totals`, one entry per corpus document seen) for the
+    report's list (:meth:`document_gaps`, over all live traffic as the drift view's lists
+    are). Those hold at most ``max_documents`` documents: past it the least counted are
+    forgotten (down to 90 % of it, ties by label) and their events kept as
+    :attr:`documents_uncounted`, which still count in every document's live share (a
+    document forgotten and seen again starts afresh: its share is under-, never
     over-stated).
 
     Args:
@@ -468,7 +513,12 @@ class CoverageTracker:
         (:func:`~service.coverage.rise_lower_bound`; ``None`` before ``min_live_events``
         events on each side); ``gap``: ``r`` is at least ``min_uncovered_rise`` (its
         ``min_rise``; never when that is ``None``). ``None`` without gold document counts.
-        The gold set's share is 0 by construction: the test is against earlier traffic."""
+        The gold set's share is 0 by construction: the test is against earlier traffic.
+        Numerators and denominators alike count the events given a document, so the share is
+        of the questions *not judged out of scope* (:func:`production_documents` gives an
+        event the scope stage judged out of scope, stably and calibrated, no document): a
+        surge of off-topic questions neither raises it (where production happens to rank
+        them) nor dilutes it."""
         gold = self.gold.get(DOCUMENT) or {}
         if not gold:
             return None

@@ -237,8 +237,8 @@ def test_the_reports_list_the_document_and_its_suggestions() -> None:
     assert "asks about 1 of 2 documents" in line
     # the share of questions on documents without a gold row (test_uncovered_share.py):
     # all three in the window, none before it yet
-    assert share.startswith("  documents the gold set does not cover: 66.7% of the recent "
-                            "questions (2 of 3)")  # fmt: skip
+    assert share.startswith("  documents the gold set does not cover (questions judged out of "
+                            "scope left out): 66.7% of the recent questions (2 of 3)")  # fmt: skip
     assert share.endswith("not tested yet (too few questions before the recent ones)")
     html = "".join(document_gap_table(report))
     assert "b.html" in html and "2 of 3" in html
