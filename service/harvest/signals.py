@@ -65,6 +65,9 @@ DIMENSIONS = ("topic", "language", DOCUMENT)
 #: ends with "…" and 8 hex digits of a hash of the whole, so two labels cut alike stay two):
 #: labels are listed in reports and keyed in the snapshot.
 MAX_DOCUMENT_CHARS = 120
+#: What the uncovered-documents share counts (:meth:`CoverageTracker.uncovered`'s
+#: ``counts``; the drift dimensions' ``counts`` say theirs alike).
+UNCOVERED_COUNTS = "questions given a document, not judged out of scope"
 #: The annotation of a question the topic stage gave no topic (no gold row is written in its
 #: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
 UNJUDGED_TOPIC = "topic_unjudged_language"
@@ -503,11 +506,11 @@ class CoverageTracker:
     def uncovered(self) -> dict[str, Any] | None:
         """The share of live events whose document no gold row asks about: ``{"live": x,
         "live_total": n, "low": lo, "high": hi, "recent": {…}, "earlier": {…}, "rise_low":
-        r, "min_rise": floor, "gap": bool}`` — all-time ``x`` of the ``n`` events given a
-        document (:attr:`document_totals`; the events of documents forgotten past
-        ``max_documents`` are in ``n``, and in ``x`` those of documents without a gold row
-        when forgotten: :attr:`documents_uncounted_uncovered`) and
-        ``[lo, hi]`` its 95 % Wilson interval; ``recent`` the same of the window's events,
+        r, "min_rise": floor, "gap": bool, "counts": str}`` — all-time ``x`` of the ``n``
+        events given a document (:attr:`document_totals`; the events of documents forgotten
+        past ``max_documents`` are in ``n``, and in ``x`` those of documents without a gold
+        row when forgotten: :attr:`documents_uncounted_uncovered`) and ``[lo, hi]`` its 95 %
+        Wilson interval; ``recent`` the same of the window's events,
         ``earlier`` of the events before the window (``{"live", "live_total", "low",
         "high"}`` each); ``r`` the 95 % lower bound of recent share − earlier share
         (:func:`~service.coverage.rise_lower_bound`; ``None`` before ``min_live_events``
@@ -518,7 +521,7 @@ class CoverageTracker:
         of the questions *not judged out of scope* (:func:`production_documents` gives an
         event the scope stage judged out of scope, stably and calibrated, no document): a
         surge of off-topic questions neither raises it (where production happens to rank
-        them) nor dilutes it."""
+        them) nor dilutes it; ``counts`` says so (:data:`UNCOVERED_COUNTS`) for API clients."""
         gold = self.gold.get(DOCUMENT) or {}
         if not gold:
             return None
@@ -538,6 +541,7 @@ class CoverageTracker:
         return part(x, n) | {
             "recent": part(u, m), "earlier": part(e, k), "rise_low": rise, "min_rise": floor,
             "gap": floor is not None and rise is not None and rise >= floor,
+            "counts": UNCOVERED_COUNTS,
         }  # fmt: skip
 
     def gap(self, dimension: str, label: str | None) -> float:

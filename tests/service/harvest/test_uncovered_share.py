@@ -280,6 +280,7 @@ def test_questions_judged_out_of_scope_join_no_document_share() -> None:
     share = tracker.uncovered()
     assert share is not None
     assert (share["live"], share["live_total"]) == (7, 26)  # in-scope questions only
+    assert share["counts"] == "questions given a document, not judged out of scope"
     assert (share["low"], share["high"]) == pytest.approx((0.137044, 0.460830), abs=1e-6)
     assert (share["recent"]["live"], share["recent"]["live_total"]) == (7, 10)
     assert (share["earlier"]["live"], share["earlier"]["live_total"]) == (0, 16)
