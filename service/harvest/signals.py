@@ -494,14 +494,23 @@ class CoverageTracker:
 
     def _count_uncovered(self) -> None:
         """Recount the window's events on documents without a gold row, and the earlier
-        events' (the gold counts, the window or the all-time counts were replaced)."""
+        events' (the gold counts, the window or the all-time counts were replaced).
+
+        The earlier uncovered count is kept within ``[0, earlier events]``: the events of
+        documents forgotten past ``max_documents`` count as uncovered or not by the gold
+        counts of when they were forgotten, while the window's are judged by today's, so
+        once a gold refresh (or a restore under a grown gold set) covers a forgotten
+        document that still has events in the window, the difference could exceed the
+        earlier events (a share above 1, whose Wilson bound raised ``ValueError`` in
+        :meth:`uncovered` and in :meth:`update_each`'s rise). Clamped, the earlier share
+        is over-, never under-stated there, so the rise is under-stated: no gap from it."""
         gold = self.gold.get(DOCUMENT) or {}
         self._uncovered = sum(n for doc, n in self.live[DOCUMENT].items() if doc not in gold)
         every = sum(self.document_totals.values()) + self.documents_uncounted
         uncovered = sum(n for doc, n in self.document_totals.items() if doc not in gold)
         uncovered += self.documents_uncounted_uncovered
-        self._earlier = [max(0, uncovered - self._uncovered),
-                         max(0, every - len(self._labels[DOCUMENT]))]  # fmt: skip
+        before = max(0, every - len(self._labels[DOCUMENT]))
+        self._earlier = [min(before, max(0, uncovered - self._uncovered)), before]
 
     def uncovered(self) -> dict[str, Any] | None:
         """The share of live events whose document no gold row asks about: ``{"live": x,

@@ -150,6 +150,32 @@ def test_forgotten_uncovered_documents_stay_uncovered_after_a_refresh_or_restore
     assert running["live"] == 200  # all time: the forgotten uncovered events too
 
 
+def test_a_refresh_covering_forgotten_documents_keeps_the_earlier_share_a_share() -> None:
+    """Uncovered "c", "d", "e" forgotten past max_documents = 1 while still in the window,
+    then a gold refresh covers them: their events count as uncovered by the gold of when
+    they were forgotten (3), the window's by today's (0), so 3 uncovered of the 1 event
+    before the window — a share of 3, whose Wilson bound raised ValueError in
+    ``uncovered()`` and in the next uncovered event's rise (review s40). Clamped to the
+    earlier events: over-stated there, the rise under-stated, no gap from it."""
+    tracker = CoverageTracker({DOCUMENT: {"a": 1}}, min_live_events=1, window=4,
+                              max_documents=1, min_uncovered_rise=0.1)  # fmt: skip
+    _push(tracker, ["a", "c", "d", "e"])  # "c", "d", "e": forgotten, uncovered then
+    _push(tracker, ["a"])  # the first "a" leaves the window
+    assert tracker.documents_uncounted_uncovered == 3
+    tracker.set_gold({DOCUMENT: {"a": 1, "c": 1, "d": 1, "e": 1}})
+    share = tracker.uncovered()
+    assert share is not None
+    assert (share["earlier"]["live"], share["earlier"]["live_total"]) == (1, 1)
+    assert (share["recent"]["live"], share["recent"]["live_total"]) == (0, 4)
+    # "c" leaves: 1 uncovered of 4 against 1 of 2 before; "b" keeps its own gap, the
+    # Wilson lower bound of 1 of 4 (centre 0.730182, half 0.640816, scale 1.960365)
+    [gap] = _push(tracker, ["b"])
+    assert gap == pytest.approx(0.045587, abs=1e-6)
+    share = tracker.uncovered()
+    assert share is not None and share["earlier"]["live"] <= share["earlier"]["live_total"]
+    assert share["gap"] is False
+
+
 def test_the_floor_is_a_setting() -> None:
     assert HarvestConfig().min_uncovered_rise == 0.1
     assert HarvestConfig(min_uncovered_rise=None).min_uncovered_rise is None
