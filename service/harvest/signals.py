@@ -47,6 +47,7 @@ from service.pii.scrub import scrub_label
 __all__ = [
     "DIMENSIONS",
     "DOCUMENT",
+    "DOCUMENT_RULE",
     "CoverageTracker",
     "DocumentLabels",
     "ScoreWindow",
@@ -68,6 +69,15 @@ MAX_DOCUMENT_CHARS = 120
 #: What the uncovered-documents share counts (:meth:`CoverageTracker.uncovered`'s
 #: ``counts``; the drift dimensions' ``counts`` say theirs alike).
 UNCOVERED_COUNTS = "questions given a document, not judged out of scope"
+#: Saved with the coverage state: its ``document`` window and all-time counts leave out the
+#: questions judged out of scope (:func:`production_documents`). A state kept before (whose
+#: document counts hold them) restores no document counts (:meth:`CoverageTracker.load`):
+#: mixed with today's, its all-time ones kept the earlier uncovered share at the old rule's
+#: (trial 24 upgraded after 2,000 events: 36 % before the surge instead of 22 %, the rise's
+#: bound 15 points instead of 29, 61 ``coverage_gap`` suggestions after it instead of 149).
+#: The cost: the all-time list starts over, and the rise is untested until
+#: ``min_live_events`` such questions are before the window (in that trial, to its end: 12).
+DOCUMENT_RULE = "in_scope_questions"
 #: The annotation of a question the topic stage gave no topic (no gold row is written in its
 #: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
 UNJUDGED_TOPIC = "topic_unjudged_language"
@@ -361,6 +371,9 @@ class CoverageTracker:
         #: API poll of an unchanged state reuses it (one gap per corpus document: ~0.1 s at
         #: 20,000 documents)
         self._document_memo: tuple[tuple[int, int, float], list[UnderCovered]] | None = None
+        #: whether the last :meth:`load` dropped a snapshot's document counts (saved under
+        #: another :data:`DOCUMENT_RULE`)
+        self.documents_reset = False
 
     @property
     def events(self) -> int:
@@ -606,7 +619,8 @@ class CoverageTracker:
         counts), so code of then reads a snapshot of now as recent counts; ``documents``:
         the all-time ``{document: events}`` (:attr:`document_totals`), and
         ``documents_uncounted`` (:attr:`documents_uncounted`) and
-        ``documents_uncounted_uncovered`` when the former is not 0."""
+        ``documents_uncounted_uncovered`` when the former is not 0; ``document_rule``
+        (:data:`DOCUMENT_RULE`): what the document counts leave out."""
         window: dict[str, dict[str, list[Any]]] = {}
         for dim, labels in self._labels.items():
             index: dict[str, int] = {}
@@ -617,6 +631,7 @@ class CoverageTracker:
             "live": {d: dict(c) for d, c in self.live.items()},
             "window": window,
             "documents": dict(self.document_totals),
+            "document_rule": DOCUMENT_RULE,
         } | ({"documents_uncounted": self.documents_uncounted,
               "documents_uncounted_uncovered": self.documents_uncounted_uncovered}
              if self.documents_uncounted else {})  # fmt: skip
@@ -673,9 +688,22 @@ class CoverageTracker:
         without ``window`` (before it) holds all-time counts: their mix seeds the window,
         ``min(events, window)`` events spread evenly (largest remainders), so gaps go on
         from the long-run shares until recent events replace them. The all-time document counts
-        are the snapshot's ``documents`` (none in a snapshot before them)."""
+        are the snapshot's ``documents`` (none in a snapshot before them). A snapshot saved
+        under another ``document_rule`` than :data:`DOCUMENT_RULE` (or none: before the
+        questions judged out of scope were left out) restores no ``document`` window or
+        all-time counts: they start afresh (:attr:`documents_reset` is then ``True``)."""
         encoded = state.get("window")
+        same_rule = state.get("document_rule") == DOCUMENT_RULE
+        self.documents_reset = not same_rule and bool(
+            state.get("documents")
+            or (encoded or {}).get(DOCUMENT, {}).get("at")
+            or state.get("live", {}).get(DOCUMENT)
+        )
         for dim in DIMENSIONS:
+            if dim == DOCUMENT and not same_rule:
+                self._labels[dim] = deque(maxlen=self.window)
+                self.live[dim] = Counter()
+                continue
             if isinstance(encoded, Mapping):
                 part = encoded.get(dim, {})
                 names = [str(name) for name in part.get("labels", [])]
@@ -689,9 +717,9 @@ class CoverageTracker:
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))
             self._labels[dim] = deque(labels, maxlen=self.window)
             self.live[dim] = Counter(self._labels[dim])
-        documents = state.get("documents") or {}
+        documents = (state.get("documents") or {}) if same_rule else {}
         self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
-        self.documents_uncounted = int(state.get("documents_uncounted", 0))
+        self.documents_uncounted = int(state.get("documents_uncounted", 0)) if same_rule else 0
         self.documents_uncounted_uncovered = min(
             self.documents_uncounted, int(state.get("documents_uncounted_uncovered", 0))
         )

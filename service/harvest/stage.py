@@ -1393,6 +1393,9 @@ class HarvestStage:
                                    config.max_documents,
                                    config.min_uncovered_rise)  # fmt: skip
         coverage.load(snapshot.get("coverage", {}))
+        if coverage.documents_reset:  # counted when out-of-scope questions were not left out
+            log.warning("harvest restore: the document counts were saved before questions "
+                        "judged out of scope were left out of them: they start afresh")  # fmt: skip
         # a document the corpus no longer has (it changed between runs) can never be covered:
         # its all-time count would keep it listed as under-covered for good; one saved under
         # its own label before it joined a group of language variants counts for the group

@@ -21,6 +21,7 @@ from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
 from service.harvest.signals import (
     DOCUMENT,
+    DOCUMENT_RULE,
     MAX_DOCUMENT_CHARS,
     CoverageTracker,
     passage_documents,
@@ -168,7 +169,8 @@ def test_the_document_list_is_remembered_until_the_counts_change() -> None:
     assert [g.live for g in tracker.document_gaps()] == [2]
     tracker.update_each([{}], ["b.html"])
     assert [(g.live, g.live_total) for g in tracker.document_gaps()] == [(3, 4)]
-    tracker.load({"documents": {"b.html": 1, "a.html": 3}})  # the same total, other counts
+    # the same total, other counts
+    tracker.load({"documents": {"b.html": 1, "a.html": 3}, "document_rule": DOCUMENT_RULE})
     assert [(g.live, g.live_total) for g in tracker.document_gaps()] == [(1, 4)]
 
 

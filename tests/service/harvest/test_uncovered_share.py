@@ -150,6 +150,27 @@ def test_forgotten_uncovered_documents_stay_uncovered_after_a_refresh_or_restore
     assert running["live"] == 200  # all time: the forgotten uncovered events too
 
 
+def test_document_counts_saved_before_out_of_scope_questions_were_left_out_start_afresh() -> None:
+    """A state saved before questions judged out of scope were left out of the document
+    counts (no ``document_rule``) restores none of them: mixed with today's, its all-time
+    counts kept the earlier share at the old rule's (trial 24 upgraded after 2,000 events:
+    the rise's bound 15 points instead of 29). The other windows are restored."""
+    tracker = _tracker()
+    _push(tracker, DOCS)
+    saved = tracker.state()
+    assert saved["document_rule"] == "in_scope_questions"
+    same = _tracker()
+    same.load(saved)
+    assert same.uncovered() == tracker.uncovered() and not same.documents_reset
+    before = _tracker()
+    before.load({k: v for k, v in saved.items() if k != "document_rule"})
+    assert before.documents_reset
+    assert (len(before.document_totals), before.live[DOCUMENT], before.events) == (0, {}, 10)
+    share = before.uncovered()
+    assert share is not None and (share["live_total"], share["earlier"]["live_total"]) == (0, 0)
+    assert before.state()["document_rule"] == "in_scope_questions"
+
+
 def test_a_refresh_covering_forgotten_documents_keeps_the_earlier_share_a_share() -> None:
     """Uncovered "c", "d", "e" forgotten past max_documents = 1 while still in the window,
     then a gold refresh covers them: their events count as uncovered by the gold of when
