@@ -355,11 +355,13 @@ def grouped_note(documents: Mapping[str, Any]) -> str:
 def uncovered_note(uncovered: Mapping[str, Any] | None) -> list[str]:
     """The share of questions on documents no gold row asks about (a document summary's
     ``uncovered``, :meth:`~service.harvest.signals.CoverageTracker.uncovered`): one line,
-    ``"documents the gold set does not cover: 68.0% of the recent questions (680 of 1,000)
-    [65.0%, 70.8%] against 38.4% before (998 of 2,600) [36.5%, 40.3%], 46.6% of all (1,678
-    of 3,600) [45.0%, 48.2%]: a coverage gap (the rise's 95 % lower bound 26.1 points ≥ 10,
-    harvest.min_uncovered_rise)"`` (Wilson intervals; Newcombe's for the rise); ``[]``
-    without it."""
+    ``"documents the gold set does not cover (questions judged out of scope left out): 55.0%
+    of the recent questions (550 of 1,000) [51.9%, 58.1%] against 22.5% before (381 of
+    1,693) [20.6%, 24.6%], 34.6% of all (931 of 2,693) [32.8%, 36.4%]: a coverage gap (the
+    rise's 95 % lower bound 28.8 points ≥ 10, harvest.min_uncovered_rise)"`` (Wilson
+    intervals; Newcombe's for the rise; its counts are of the questions given a document
+    and not judged out of scope: :func:`~service.harvest.signals.production_documents`);
+    ``[]`` without it."""
     if not uncovered:
         return []
 
@@ -381,7 +383,7 @@ def uncovered_note(uncovered: Mapping[str, Any] | None) -> list[str]:
         verdict = (f"{'a coverage gap' if uncovered.get('gap') else 'no gap'} (the rise's 95 % "
                    f"lower bound {100 * rise:.1f} points {'≥' if uncovered.get('gap') else '<'} "
                    f"{100 * floor:g}, harvest.min_uncovered_rise)")  # fmt: skip
-    return [f"documents the gold set does not cover: "
+    return [f"documents the gold set does not cover (questions judged out of scope left out): "
             f"{share(uncovered.get('recent'), 'of the recent questions')} against "
             f"{share(uncovered.get('earlier'), 'before')}, {share(uncovered, 'of all')}: "
             f"{verdict}"]  # fmt: skip

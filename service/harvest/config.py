@@ -4,7 +4,8 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
 
 =========================  ======================================================================
 ``coverage_gap``           its topic, language or document (that of the passage production
-                           ranked first, when the corpus names documents; the gold set's:
+                           ranked first, when the corpus names documents, and none when the
+                           scope stage judged it out of scope; the gold set's:
                            its rows' relevant passages') is under-represented in the gold
                            set over the last ``gap_window`` live events (once
                            ``min_live_events`` are in it): live share ≥ ``min_gap_ratio``
@@ -155,12 +156,17 @@ class HarvestConfig(BaseModel):
             reports say "documents the gold set does not cover: … a coverage gap" and each
             question on such a document takes that bound as its ``document`` coverage gap (so
             ``coverage_gap`` from ``min_gap``). ``null``: the share is reported, never a gap.
-            Against earlier traffic, not the gold set (whose share is 0 by construction) nor a
-            fixed floor: in trial 24, production's first passage was on an uncovered article
-            for 35–39 % of the questions before any change (off-topic questions and multi-hop
-            ones land anywhere in 326 articles, 63 asked about), and 68 % after the surge of
-            questions on ~150 uncovered articles (each under 1 %, none with a gap of its own):
-            the rise's bound was 26 points.
+            The share is of the questions not judged out of scope (a stable, calibrated
+            verdict of the scope stage; an unstable or uncalibrated one counts as in scope),
+            numerator and denominator: an off-topic question is about no document, whichever
+            one production ranked first, so it takes no ``document`` gap either (it keeps its
+            own reasons). Against earlier traffic, not the gold set (whose share is 0 by
+            construction) nor a fixed floor: in trial 24, production's first passage was on
+            an uncovered article for 21–25 % of those questions before any change (35–39 %
+            counting the off-topic ones; multi-hop questions land anywhere in 326 articles, 63
+            asked about), and 55 % of the last 1,000 after the surge of questions on ~150
+            uncovered articles (each under 1 %, none with a gap of its own): the rise's bound
+            was 29 points.
         min_live_events: events counted before coverage gaps (events in ``gap_window``) and
             score quantiles are used.
         low_confidence_quantile: best production scores strictly below this quantile of

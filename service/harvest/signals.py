@@ -47,11 +47,13 @@ from service.pii.scrub import scrub_label
 __all__ = [
     "DIMENSIONS",
     "DOCUMENT",
+    "DOCUMENT_RULE",
     "CoverageTracker",
     "DocumentLabels",
     "ScoreWindow",
     "document_labels",
     "event_reasons",
+    "judged_out_of_scope",
     "passage_documents",
     "production_documents",
     "production_score",
@@ -64,6 +66,18 @@ DIMENSIONS = ("topic", "language", DOCUMENT)
 #: ends with "…" and 8 hex digits of a hash of the whole, so two labels cut alike stay two):
 #: labels are listed in reports and keyed in the snapshot.
 MAX_DOCUMENT_CHARS = 120
+#: What the uncovered-documents share counts (:meth:`CoverageTracker.uncovered`'s
+#: ``counts``; the drift dimensions' ``counts`` say theirs alike).
+UNCOVERED_COUNTS = "questions given a document, not judged out of scope"
+#: Saved with the coverage state: its ``document`` window and all-time counts leave out the
+#: questions judged out of scope (:func:`production_documents`). A state kept before (whose
+#: document counts hold them) restores no document counts (:meth:`CoverageTracker.load`):
+#: mixed with today's, its all-time ones kept the earlier uncovered share at the old rule's
+#: (trial 24 upgraded after 2,000 events: 36 % before the surge instead of 22 %, the rise's
+#: bound 15 points instead of 29, 61 ``coverage_gap`` suggestions after it instead of 149).
+#: The cost: the all-time list starts over, and the rise is untested until
+#: ``min_live_events`` such questions are before the window (in that trial, to its end: 12).
+DOCUMENT_RULE = "in_scope_questions"
 #: The annotation of a question the topic stage gave no topic (no gold row is written in its
 #: language: :class:`~service.topics.stage.TopicStage`, ``service.drift.stage.UNJUDGED_TOPIC``).
 UNJUDGED_TOPIC = "topic_unjudged_language"
@@ -176,26 +190,69 @@ def passage_documents(
 
 
 def production_documents(
-    events: Sequence[QueryLogEvent], doc_of: Mapping[str, str]
+    events: Sequence[QueryLogEvent],
+    doc_of: Mapping[str, str],
+    annotations: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[str | None]:
     """Per event, the document its question is about: ``doc_of`` (:func:`passage_documents`)
     of the best result of its production retrieval (:func:`_first_id`: by rank, else by
     score; :func:`service.coverage.top_document`: the corpus's document, not the event's own
     ``doc``, so live and gold are labelled alike). ``None`` without a retrieval, with no
-    results, or when the best passage is not a corpus passage with a document.
+    results, when the best passage is not a corpus passage with a document, or when the
+    event's ``annotations`` (one mapping per event, the scope stage's:
+    :func:`~service.refusals.stage.annotate_scope`) judge it out of scope
+    (:func:`judged_out_of_scope`).
 
-    No model decides it, not even the out-of-scope detector: an off-corpus question keeps
-    the document production answered it from (trial 37b: Hinglish-TOP questions ranked onto
-    the top-up FAQ shared its gap). Leaving out the events judged out of scope made those
-    gap suggestions 92 % top-up questions instead of 78 %, but the detector also judged a
-    quarter of the top-up questions out of scope: 91 top-up suggestions with the reason
-    instead of 135, 2 of the queue's first 50 instead of 4."""
+    An out-of-scope question is about no document of the corpus, whichever one production
+    happened to rank first: it is no gap in the gold set's coverage of the corpus, so it
+    joins no ``document`` share (neither a document's nor the uncovered-documents one, whose
+    numerator and denominator are the questions *not* judged out of scope) and takes no
+    ``document`` gap; it keeps its own reasons (``answered_out_of_scope`` when answered).
+    Trial 24: 99 of the 308 ``coverage_gap`` suggestions were CLINC150 chit-chat the
+    detector judged out of scope that production had ranked onto an uncovered article.
+    Only a verdict that is a fact leaves an event out: the detector calibrated (or a known
+    question deciding) and the verdict stable (an ``unstable`` one, which the off-corpus
+    cutoff's bootstrap range moves, is counted as in scope, as the ``out_of_scope`` drift
+    dimension and the ``answered_out_of_scope`` reason leave it out of theirs). Leaving out
+    every verdict had cost trial 37b's top-up surge a third of its gap suggestions (135 →
+    91: the detector judged a quarter of the top-up questions out of scope, and 31 of the 43
+    it called answered out of scope were unstable verdicts); with this rule its
+    ``coverage_gap`` suggestions went 152 → 116, the top-up ones 113 → 101 (74 % → 87 % of
+    them), and ``faq-topup.html`` stays a gap (216 of 2,880 → 179 of 2,561 questions).
+    Trial 23's detector was uncalibrated: nothing left out."""
     out: list[str | None] = []
-    for event in events:
+    append = out.append
+    if annotations is None:
+        for event in events:
+            retrieval = event.retrieval
+            results = retrieval.results if retrieval is not None else ()
+            append(doc_of.get(_first_id(results)) if results else None)
+        return out
+    for event, notes in zip(events, annotations, strict=True):
         retrieval = event.retrieval
         results = retrieval.results if retrieval is not None else ()
-        out.append(doc_of.get(_first_id(results)) if results else None)
+        if not results or (notes.get("out_of_scope_stable") is True
+                           and notes.get("scope_calibrated") is not False):  # fmt: skip
+            append(None)
+        else:
+            append(doc_of.get(_first_id(results)))
     return out
+
+
+def judged_out_of_scope(notes: Mapping[str, Any]) -> bool:
+    """Whether an event's annotations judge it out of scope as a fact: the scope stage's
+    stable verdict (``out_of_scope_stable``, ``None`` when the off-corpus cutoff's range
+    moves it) is ``True`` and the detector is calibrated (``scope_calibrated`` not
+    ``False``; a known question's verdict is the gold set's and always calibrated). Missing
+    annotations (no scope stage): ``False``. :func:`production_documents`' rule.
+
+    >>> judged_out_of_scope({"out_of_scope_stable": True, "scope_calibrated": True})
+    True
+    >>> [judged_out_of_scope(n) for n in ({"out_of_scope_stable": None, "out_of_scope": True},
+    ...  {"out_of_scope_stable": True, "scope_calibrated": False}, {})]
+    [False, False, False]
+    """
+    return notes.get("out_of_scope_stable") is True and notes.get("scope_calibrated") is not False
 
 
 def _first_id(results: Sequence[RetrievedPassage]) -> str:
@@ -244,13 +301,14 @@ class CoverageTracker:
     one), so Newcombe's (1998, method 10) lower bound of ``p − g`` is ``L − g``.
 
     The ``document`` dimension counts only the events given a document
-    (:meth:`update_each`'s ``documents``; an event without retrieval results joins no
-    document window), and also keeps all-time counts (:attr:`document_totals`, one entry per
-    corpus document seen) for the report's list (:meth:`document_gaps`, over all live
-    traffic as the drift view's lists are). Those hold at most ``max_documents`` documents:
-    past it the least counted are forgotten (down to 90 % of it, ties by label) and their
-    events kept as :attr:`documents_uncounted`, which still count in every document's live
-    share (a document forgotten and seen again starts afresh: its share is under-, never
+    (:meth:`update_each`'s ``documents``; an event without retrieval results, or one judged
+    out of scope, :func:`production_documents`, joins no document window), and also keeps
+    all-time counts (:attr:`document_totals`, one entry per corpus document seen) for the
+    report's list (:meth:`document_gaps`, over all live traffic as the drift view's lists
+    are). Those hold at most ``max_documents`` documents: past it the least counted are
+    forgotten (down to 90 % of it, ties by label) and their events kept as
+    :attr:`documents_uncounted`, which still count in every document's live share (a
+    document forgotten and seen again starts afresh: its share is under-, never
     over-stated).
 
     Args:
@@ -314,6 +372,9 @@ class CoverageTracker:
         #: API poll of an unchanged state reuses it (one gap per corpus document: ~0.1 s at
         #: 20,000 documents)
         self._document_memo: tuple[tuple[int, int, float], list[UnderCovered]] | None = None
+        #: whether the last :meth:`load` dropped a snapshot's document counts (saved under
+        #: another :data:`DOCUMENT_RULE`)
+        self.documents_reset = False
 
     @property
     def events(self) -> int:
@@ -369,9 +430,9 @@ class CoverageTracker:
             if len(self.document_totals) > self.max_documents:
                 self._forget_documents()
             if len(named) == len(documents):
-                out[DOCUMENT] = self._push_documents(named)
+                out[DOCUMENT] = self._push_each(DOCUMENT, named)
             else:
-                kept = iter(self._push_documents(named))
+                kept = iter(self._push_each(DOCUMENT, named))
                 out[DOCUMENT] = [0.0 if doc is None else next(kept) for doc in documents]
         for dim in ("topic", "language"):
             labels = [str(notes.get(dim) or "und") for notes in annotations]
@@ -385,11 +446,26 @@ class CoverageTracker:
 
     def _push_each(self, dim: str, labels: list[str]) -> list[float]:
         """Append ``labels`` to ``dim``'s window one at a time; each one's gap right after
-        it (:meth:`update_each`)."""
+        it (:meth:`update_each`).
+
+        The ``document`` window (with gold document counts) also keeps the counts of its
+        events on documents without a gold row and of the events before it
+        (:meth:`uncovered`), in the same step that moves the window (one eviction, so the
+        counts cannot drift from the window's); with ``min_uncovered_rise`` set, an
+        uncovered document's gap is the larger of its own and the lower bound ``R`` of the
+        uncovered share's rise (window against earlier events) when ``R ≥
+        min_uncovered_rise`` (over the window as it stands right after the event joined it,
+        as every gap here). The other windows pay two tests of a local per event for it."""
         window, counts, size = self._labels[dim], self.live[dim], self.window
         gold = self.gold.get(dim, {})
         gold_total = self._gold_total.get(dim, 0)
         cache, ratio, least = self._gaps, self.min_ratio, self.min_live_events
+        # the uncovered-documents counts: kept for the document window with gold counts
+        track = dim == DOCUMENT and bool(gold)
+        floor = self.min_uncovered_rise if track else None
+        u = self._uncovered
+        earlier = self._earlier
+        covered = True
         gaps: list[float] = []
         for label in labels:
             if len(window) >= size:  # (the deque drops its oldest as the label joins)
@@ -399,8 +475,17 @@ class CoverageTracker:
                     counts[old] = left
                 else:
                     del counts[old]
+                if track:
+                    earlier[1] += 1
+                    if old not in gold:
+                        u -= 1
+                        earlier[0] += 1
             window.append(label)
             x = counts[label] = counts.get(label, 0) + 1
+            if track:
+                covered = label in gold
+                if not covered:
+                    u += 1
             n = len(window)
             if n < least or not gold_total:
                 gaps.append(0.0)
@@ -412,87 +497,54 @@ class CoverageTracker:
                     cache.clear()
                 gap = cache[key] = gap_lower_bound(x, n, gold.get(label, 0), gold_total,
                                                    ratio, label=label)  # fmt: skip
-            gaps.append(gap)
-        return gaps
-
-    def _push_documents(self, labels: list[str]) -> list[float]:
-        """:meth:`_push_each` of the ``document`` window, which also keeps the counts of its
-        events on documents without a gold row and of the events before it
-        (:meth:`uncovered`); with ``min_uncovered_rise`` set, an uncovered document's gap
-        is the larger of its own and the lower bound ``R`` of the uncovered share's rise
-        (window against earlier events) when ``R ≥ min_uncovered_rise`` (over the window as
-        it stands right after the event joined it, as every gap here)."""
-        gold = self.gold.get(DOCUMENT)
-        if not gold:
-            return self._push_each(DOCUMENT, labels)
-        window, counts, size = self._labels[DOCUMENT], self.live[DOCUMENT], self.window
-        gold_total = self._gold_total[DOCUMENT]
-        cache, ratio, least = self._gaps, self.min_ratio, self.min_live_events
-        floor = self.min_uncovered_rise
-        u = self._uncovered
-        earlier = self._earlier
-        gaps: list[float] = []
-        for label in labels:
-            if len(window) >= size:  # (the deque drops its oldest as the label joins)
-                old = window[0]
-                left = counts[old] - 1
-                if left:
-                    counts[old] = left
-                else:
-                    del counts[old]
-                earlier[1] += 1
-                if old not in gold:
-                    u -= 1
-                    earlier[0] += 1
-            window.append(label)
-            x = counts[label] = counts.get(label, 0) + 1
-            covered = label in gold
-            if not covered:
-                u += 1
-            n = len(window)
-            if n < least:
-                gaps.append(0.0)
-                continue
-            key = (DOCUMENT, label, x, n)
-            gap = cache.get(key)
-            if gap is None:
-                if len(cache) >= _MAX_GAPS:
-                    cache.clear()
-                gap = cache[key] = gap_lower_bound(x, n, gold.get(label, 0), gold_total,
-                                                   ratio, label=label)  # fmt: skip
             if floor is not None and not covered and earlier[1] >= least:
                 rise = rise_lower_bound(u, n, earlier[0], earlier[1])
                 if rise >= floor and rise > gap:
                     gap = rise
             gaps.append(gap)
-        self._uncovered = u
+        if track:
+            self._uncovered = u
         return gaps
 
     def _count_uncovered(self) -> None:
         """Recount the window's events on documents without a gold row, and the earlier
-        events' (the gold counts, the window or the all-time counts were replaced)."""
+        events' (the gold counts, the window or the all-time counts were replaced).
+
+        The earlier uncovered count is kept within ``[0, earlier events]``: the events of
+        documents forgotten past ``max_documents`` count as uncovered or not by the gold
+        counts of when they were forgotten, while the window's are judged by today's, so
+        once a gold refresh (or a restore under a grown gold set) covers a forgotten
+        document that still has events in the window, the difference could exceed the
+        earlier events (a share above 1, whose Wilson bound raised ``ValueError`` in
+        :meth:`uncovered` and in :meth:`update_each`'s rise). Clamped, the earlier share
+        is over-, never under-stated there, so the rise is under-stated: no gap from it."""
         gold = self.gold.get(DOCUMENT) or {}
         self._uncovered = sum(n for doc, n in self.live[DOCUMENT].items() if doc not in gold)
         every = sum(self.document_totals.values()) + self.documents_uncounted
         uncovered = sum(n for doc, n in self.document_totals.items() if doc not in gold)
         uncovered += self.documents_uncounted_uncovered
-        self._earlier = [max(0, uncovered - self._uncovered),
-                         max(0, every - len(self._labels[DOCUMENT]))]  # fmt: skip
+        before = max(0, every - len(self._labels[DOCUMENT]))
+        self._earlier = [min(before, max(0, uncovered - self._uncovered)), before]
 
     def uncovered(self) -> dict[str, Any] | None:
         """The share of live events whose document no gold row asks about: ``{"live": x,
         "live_total": n, "low": lo, "high": hi, "recent": {…}, "earlier": {…}, "rise_low":
-        r, "min_rise": floor, "gap": bool}`` — all-time ``x`` of the ``n`` events given a
-        document (:attr:`document_totals`; the events of documents forgotten past
-        ``max_documents`` are in ``n``, and in ``x`` those of documents without a gold row
-        when forgotten: :attr:`documents_uncounted_uncovered`) and
-        ``[lo, hi]`` its 95 % Wilson interval; ``recent`` the same of the window's events,
+        r, "min_rise": floor, "gap": bool, "counts": str}`` — all-time ``x`` of the ``n``
+        events given a document (:attr:`document_totals`; the events of documents forgotten
+        past ``max_documents`` are in ``n``, and in ``x`` those of documents without a gold
+        row when forgotten: :attr:`documents_uncounted_uncovered`) and ``[lo, hi]`` its 95 %
+        Wilson interval; ``recent`` the same of the window's events,
         ``earlier`` of the events before the window (``{"live", "live_total", "low",
         "high"}`` each); ``r`` the 95 % lower bound of recent share − earlier share
         (:func:`~service.coverage.rise_lower_bound`; ``None`` before ``min_live_events``
         events on each side); ``gap``: ``r`` is at least ``min_uncovered_rise`` (its
         ``min_rise``; never when that is ``None``). ``None`` without gold document counts.
-        The gold set's share is 0 by construction: the test is against earlier traffic."""
+        The gold set's share is 0 by construction: the test is against earlier traffic.
+        Numerators and denominators alike count the events given a document, so the share is
+        of the questions *not judged out of scope* (:func:`production_documents` gives an
+        event the scope stage judged out of scope, stably and calibrated, no document): a
+        surge of off-topic questions neither raises it (where production happens to rank
+        them) nor dilutes it; ``counts`` says so (:data:`UNCOVERED_COUNTS`) for API clients."""
         gold = self.gold.get(DOCUMENT) or {}
         if not gold:
             return None
@@ -512,6 +564,7 @@ class CoverageTracker:
         return part(x, n) | {
             "recent": part(u, m), "earlier": part(e, k), "rise_low": rise, "min_rise": floor,
             "gap": floor is not None and rise is not None and rise >= floor,
+            "counts": UNCOVERED_COUNTS,
         }  # fmt: skip
 
     def gap(self, dimension: str, label: str | None) -> float:
@@ -567,7 +620,8 @@ class CoverageTracker:
         counts), so code of then reads a snapshot of now as recent counts; ``documents``:
         the all-time ``{document: events}`` (:attr:`document_totals`), and
         ``documents_uncounted`` (:attr:`documents_uncounted`) and
-        ``documents_uncounted_uncovered`` when the former is not 0."""
+        ``documents_uncounted_uncovered`` when the former is not 0; ``document_rule``
+        (:data:`DOCUMENT_RULE`): what the document counts leave out."""
         window: dict[str, dict[str, list[Any]]] = {}
         for dim, labels in self._labels.items():
             index: dict[str, int] = {}
@@ -578,6 +632,7 @@ class CoverageTracker:
             "live": {d: dict(c) for d, c in self.live.items()},
             "window": window,
             "documents": dict(self.document_totals),
+            "document_rule": DOCUMENT_RULE,
         } | ({"documents_uncounted": self.documents_uncounted,
               "documents_uncounted_uncovered": self.documents_uncounted_uncovered}
              if self.documents_uncounted else {})  # fmt: skip
@@ -639,9 +694,22 @@ class CoverageTracker:
         ``max_documents`` unless ``bound`` is false: a restore leaves that to
         :meth:`relabel_documents`, which bounds them once they are counted under their groups
         (a state saved before the grouping with 15,000 per-language labels of 5,000 articles
-        would otherwise lose a tenth of them before they are regrouped)."""
+        would otherwise lose a tenth of them before they are regrouped). A snapshot saved
+        under another ``document_rule`` than :data:`DOCUMENT_RULE` (or none: before the
+        questions judged out of scope were left out) restores no ``document`` window or
+        all-time counts: they start afresh (:attr:`documents_reset` is then ``True``)."""
         encoded = state.get("window")
+        same_rule = state.get("document_rule") == DOCUMENT_RULE
+        self.documents_reset = not same_rule and bool(
+            state.get("documents")
+            or (encoded or {}).get(DOCUMENT, {}).get("at")
+            or state.get("live", {}).get(DOCUMENT)
+        )
         for dim in DIMENSIONS:
+            if dim == DOCUMENT and not same_rule:
+                self._labels[dim] = deque(maxlen=self.window)
+                self.live[dim] = Counter()
+                continue
             if isinstance(encoded, Mapping):
                 part = encoded.get(dim, {})
                 names = [str(name) for name in part.get("labels", [])]
@@ -655,9 +723,9 @@ class CoverageTracker:
                 labels = _spread(counts, min(int(state.get("events", 0)), self.window))
             self._labels[dim] = deque(labels, maxlen=self.window)
             self.live[dim] = Counter(self._labels[dim])
-        documents = state.get("documents") or {}
+        documents = (state.get("documents") or {}) if same_rule else {}
         self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
-        self.documents_uncounted = int(state.get("documents_uncounted", 0))
+        self.documents_uncounted = int(state.get("documents_uncounted", 0)) if same_rule else 0
         self.documents_uncounted_uncovered = min(
             self.documents_uncounted, int(state.get("documents_uncounted_uncovered", 0))
         )

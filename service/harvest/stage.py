@@ -411,7 +411,9 @@ class HarvestStage:
         events = batch.events
         # each event's coverage gaps over the window right after it: the same whatever the
         # batching (judged over the whole batch, a 500-event replay found fewer gaps)
-        documents = production_documents(events, self.documents) if self.documents else None
+        # (an event judged out of scope joins no document share: production_documents)
+        documents = (production_documents(events, self.documents, annotations)
+                     if self.documents else None)  # fmt: skip
         coverage = self.coverage.update_each(annotations, documents)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
@@ -1153,7 +1155,8 @@ class HarvestStage:
         (:meth:`CoverageTracker.document_gaps`, gap ≥ ``min_gap``), for the reports:
         ``{"gaps": [{"document", "live", "live_total", "gold", "gold_total", "gap"}, …],
         "n_gaps": n, "gold_documents": k, "documents": d}`` — the ``top`` (≥ 0) largest
-        gaps of ``n``, ``live`` of ``live_total`` events given a document had it first,
+        gaps of ``n``, ``live`` of ``live_total`` events given a document (not those judged
+        out of scope: :func:`~service.harvest.signals.production_documents`) had it first,
         ``gold`` of the gold set's ``gold_total`` row–document pairs ask about it; ``k``
         documents the gold set asks about, ``d`` the corpus's (a group of language variants
         counting once), and, when some were grouped, ``"grouped": {"documents": m,
@@ -1391,6 +1394,9 @@ class HarvestStage:
                                    config.min_uncovered_rise)  # fmt: skip
         # unbounded until relabelled: per-language counts are bounded as their groups
         coverage.load(snapshot.get("coverage", {}), bound=False)
+        if coverage.documents_reset:  # counted when out-of-scope questions were not left out
+            log.warning("harvest restore: the document counts were saved before questions "
+                        "judged out of scope were left out of them: they start afresh")  # fmt: skip
         # a document the corpus no longer has (it changed between runs) can never be covered:
         # its all-time count would keep it listed as under-covered for good; one saved under
         # its own label before it joined a group of language variants counts for the group

@@ -21,6 +21,7 @@ from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
 from service.harvest.signals import (
     DOCUMENT,
+    DOCUMENT_RULE,
     MAX_DOCUMENT_CHARS,
     CoverageTracker,
     passage_documents,
@@ -168,7 +169,8 @@ def test_the_document_list_is_remembered_until_the_counts_change() -> None:
     assert [g.live for g in tracker.document_gaps()] == [2]
     tracker.update_each([{}], ["b.html"])
     assert [(g.live, g.live_total) for g in tracker.document_gaps()] == [(3, 4)]
-    tracker.load({"documents": {"b.html": 1, "a.html": 3}})  # the same total, other counts
+    # the same total, other counts
+    tracker.load({"documents": {"b.html": 1, "a.html": 3}, "document_rule": DOCUMENT_RULE})
     assert [(g.live, g.live_total) for g in tracker.document_gaps()] == [(1, 4)]
 
 
@@ -237,8 +239,8 @@ def test_the_reports_list_the_document_and_its_suggestions() -> None:
     assert "asks about 1 of 2 documents" in line
     # the share of questions on documents without a gold row (test_uncovered_share.py):
     # all three in the window, none before it yet
-    assert share.startswith("  documents the gold set does not cover: 66.7% of the recent "
-                            "questions (2 of 3)")  # fmt: skip
+    assert share.startswith("  documents the gold set does not cover (questions judged out of "
+                            "scope left out): 66.7% of the recent questions (2 of 3)")  # fmt: skip
     assert share.endswith("not tested yet (too few questions before the recent ones)")
     html = "".join(document_gap_table(report))
     assert "b.html" in html and "2 of 3" in html

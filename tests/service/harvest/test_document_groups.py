@@ -40,6 +40,7 @@ from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
 from service.harvest.signals import (
     DOCUMENT,
+    DOCUMENT_RULE,
     MAX_DOCUMENT_CHARS,
     CoverageTracker,
     document_labels,
@@ -292,7 +293,7 @@ def test_a_state_of_ungrouped_labels_is_counted_under_the_groups() -> None:
     tracker = CoverageTracker({DOCUMENT: {"b.html": 1}}, min_live_events=1)
     window = {DOCUMENT: {"labels": ["a.de.html", "gone.html", "b.html"], "at": [0, 1, 2]}}
     saved = {"a.de.html": 3, "a.en.html": 2, "gone.html": 4, "b.html": 1}
-    tracker.load({"window": window, "documents": saved})
+    tracker.load({"window": window, "documents": saved, "document_rule": DOCUMENT_RULE})
     moved, dropped = tracker.relabel_documents(
         {group, "b.html"}, {"a.de.html": group, "a.en.html": group}
     )

@@ -35,7 +35,12 @@ from service.coverage import rise_lower_bound
 from service.document_groups import uncovered_note
 from service.harvest import HarvestStage
 from service.harvest.config import HarvestConfig
-from service.harvest.signals import DOCUMENT, CoverageTracker
+from service.harvest.signals import (
+    DOCUMENT,
+    CoverageTracker,
+    judged_out_of_scope,
+    production_documents,
+)
 from service.html.extras import document_gap_table
 from service.jobs.replay import document_gap_lines
 from tests.service.harvest.helpers import batch, event
@@ -145,6 +150,53 @@ def test_forgotten_uncovered_documents_stay_uncovered_after_a_refresh_or_restore
     assert running["live"] == 200  # all time: the forgotten uncovered events too
 
 
+def test_document_counts_saved_before_out_of_scope_questions_were_left_out_start_afresh() -> None:
+    """A state saved before questions judged out of scope were left out of the document
+    counts (no ``document_rule``) restores none of them: mixed with today's, its all-time
+    counts kept the earlier share at the old rule's (trial 24 upgraded after 2,000 events:
+    the rise's bound 15 points instead of 29). The other windows are restored."""
+    tracker = _tracker()
+    _push(tracker, DOCS)
+    saved = tracker.state()
+    assert saved["document_rule"] == "in_scope_questions"
+    same = _tracker()
+    same.load(saved)
+    assert same.uncovered() == tracker.uncovered() and not same.documents_reset
+    before = _tracker()
+    before.load({k: v for k, v in saved.items() if k != "document_rule"})
+    assert before.documents_reset
+    assert (len(before.document_totals), before.live[DOCUMENT], before.events) == (0, {}, 10)
+    share = before.uncovered()
+    assert share is not None and (share["live_total"], share["earlier"]["live_total"]) == (0, 0)
+    assert before.state()["document_rule"] == "in_scope_questions"
+
+
+def test_a_refresh_covering_forgotten_documents_keeps_the_earlier_share_a_share() -> None:
+    """Uncovered "c", "d", "e" forgotten past max_documents = 1 while still in the window,
+    then a gold refresh covers them: their events count as uncovered by the gold of when
+    they were forgotten (3), the window's by today's (0), so 3 uncovered of the 1 event
+    before the window — a share of 3, whose Wilson bound raised ValueError in
+    ``uncovered()`` and in the next uncovered event's rise (review s40). Clamped to the
+    earlier events: over-stated there, the rise under-stated, no gap from it."""
+    tracker = CoverageTracker({DOCUMENT: {"a": 1}}, min_live_events=1, window=4,
+                              max_documents=1, min_uncovered_rise=0.1)  # fmt: skip
+    _push(tracker, ["a", "c", "d", "e"])  # "c", "d", "e": forgotten, uncovered then
+    _push(tracker, ["a"])  # the first "a" leaves the window
+    assert tracker.documents_uncounted_uncovered == 3
+    tracker.set_gold({DOCUMENT: {"a": 1, "c": 1, "d": 1, "e": 1}})
+    share = tracker.uncovered()
+    assert share is not None
+    assert (share["earlier"]["live"], share["earlier"]["live_total"]) == (1, 1)
+    assert (share["recent"]["live"], share["recent"]["live_total"]) == (0, 4)
+    # "c" leaves: 1 uncovered of 4 against 1 of 2 before; "b" keeps its own gap, the
+    # Wilson lower bound of 1 of 4 (centre 0.730182, half 0.640816, scale 1.960365)
+    [gap] = _push(tracker, ["b"])
+    assert gap == pytest.approx(0.045587, abs=1e-6)
+    share = tracker.uncovered()
+    assert share is not None and share["earlier"]["live"] <= share["earlier"]["live_total"]
+    assert share["gap"] is False
+
+
 def test_the_floor_is_a_setting() -> None:
     assert HarvestConfig().min_uncovered_rise == 0.1
     assert HarvestConfig(min_uncovered_rise=None).min_uncovered_rise is None
@@ -196,13 +248,17 @@ def test_the_reports_show_the_share_when_some_document_has_no_gold_row() -> None
     assert (share["live"], share["live_total"], share["gap"]) == (10, 30, True)
     [line] = uncovered_note(share)
     assert line == (
-        "documents the gold set does not cover: 100.0% of the recent questions (10 of 10) "
+        "documents the gold set does not cover (questions judged out of scope left out): "
+        "100.0% of the recent questions (10 of 10) "
         "[72.2%, 100.0%] against 0.0% before (0 of 20) [0.0%, 16.1%], 33.3% of all (10 of 30) "
         "[19.2%, 51.2%]: a coverage gap (the rise's 95 % lower bound 67.9 points ≥ 10, "
         "harvest.min_uncovered_rise)")  # fmt: skip
     assert document_gap_lines(report)[-1] == "  " + line
     html = "".join(document_gap_table(report))
-    assert "Documents the gold set does not cover: 100.0% of the recent questions" in html
+    assert (
+        "Documents the gold set does not cover (questions judged out of scope left out): "
+        "100.0% of the recent questions"
+    ) in html
     covered = _stage(0.1, {"p-a": "a"})  # every corpus document has a gold row: no share
     _run(covered)
     report = covered.document_gaps(10)
@@ -215,6 +271,84 @@ def test_the_reports_show_the_share_when_some_document_has_no_gold_row() -> None
         "never a gap (harvest.min_uncovered_rise: null)"
     )
     assert uncovered_note({**share, "rise_low": None, "earlier": {"live_total": 0}})[0] == (
-        "documents the gold set does not cover: 100.0% of the recent questions (10 of 10) "
+        "documents the gold set does not cover (questions judged out of scope left out): "
+        "100.0% of the recent questions (10 of 10) "
         "[72.2%, 100.0%] against none yet before, 33.3% of all (10 of 30) [19.2%, 51.2%]: "
         "not tested yet (too few questions before the recent ones)")  # fmt: skip
+
+
+# -- out-of-scope questions are no coverage gap (trial 24: 99 CLINC150 chit-chat questions
+# judged out of scope took coverage_gap from the uncovered share) ---------------------------
+
+#: the scope stage's annotations (service.refusals.stage.annotate_scope) of an answered
+#: question judged out of scope: stable and calibrated, unstable, uncalibrated
+OUT = {"out_of_scope": True, "out_of_scope_stable": True, "scope_calibrated": True,
+       "refused": False, "under_refusal": True}  # fmt: skip
+UNSTABLE = {**OUT, "out_of_scope_stable": None, "scope_unstable": True}
+UNCALIBRATED = {**OUT, "scope_calibrated": False}
+#: the DOCS questions judged so: a covered one (0), three uncovered ones ("b", "c", "d"),
+#: "e" unstably and "f" by an uncalibrated detector
+SCOPE = {0: OUT, 20: OUT, 21: OUT, 22: OUT, 23: UNSTABLE, 24: UNCALIBRATED}
+#: Hand-worked (window 10, the bounds as in the module docstring): the document stream
+#: leaves out events 0, 20, 21, 22: 19 × "a", then "e" … "k" (7 uncovered, 26 in all). At
+#: "e" … "k" the window holds u = 1 … 7 uncovered of 10 against 0 of 10 … 16 before it;
+#: the rise's bound is d − √((p1 − l1)² + (u2 − p2)²): 4 of 10 against 0 of 13: 0.4 −
+#: √(0.231820² + (3.841459 / 16.841459)²) = 0.074780 (under the 0.1 floor); 5 of 10 against
+#: 0 of 14: 0.5 − √(0.263407² + 0.215311²) = 0.159791; 6 of 10 against 0 of 15 (Wilson
+#: lower of 6 of 10 = 1 − upper of 4 of 10 = 1 − 0.687326): 0.6 − √(0.287326² +
+#: 0.203883²) = 0.247687; 7 of 10 against 0 of 16 (lower of 7 of 10: 0.396778, upper of 0 of
+#: 16: 3.841459 / 19.841459 = 0.193608): 0.7 − √(0.303222² + 0.193608²) = 0.340239. All
+#: time 7 of 26: Wilson [0.137044, 0.460830]. (Without the scope verdicts: 10 of 10 against
+#: 0 of 20, the module's R_10.)
+R_OUT = {27: 0.159791, 28: 0.247687, 29: 0.340239}
+
+
+def _scoped_notes() -> list[dict[str, Any]]:
+    return [dict(NOTES) | SCOPE.get(i, {}) for i in range(len(DOCS))]
+
+
+def test_questions_judged_out_of_scope_join_no_document_share() -> None:
+    events = [event(f"e{i}", _question(i), results=[(f"p-{doc}", 2.0)])
+              for i, doc in enumerate(DOCS)]  # fmt: skip
+    notes = _scoped_notes()
+    documents = production_documents(events, CORPUS, notes)
+    assert [i for i, doc in enumerate(documents) if doc is None] == [0, 20, 21, 22]
+    assert production_documents(events, CORPUS) == DOCS  # no annotations: every question
+    assert [judged_out_of_scope(n) for n in (OUT, UNSTABLE, UNCALIBRATED, NOTES)] == [
+        True, False, False, False]  # fmt: skip
+    tracker = _tracker()
+    gaps = tracker.update_each(notes, documents)[DOCUMENT]
+    assert [gaps[i] for i in (0, 20, 21, 22)] == [0.0] * 4  # out of scope: no document gap
+    assert 0.07478 < 0.1  # "h": 4 of 10 against 0 of 13, its own gap only
+    for i in (23, 24, 25, 26):  # "e" (unstable), "f" (uncalibrated): counted as in scope
+        assert gaps[i] == pytest.approx(L_1_OF_10, abs=1e-6)
+    for i, bound in R_OUT.items():
+        assert gaps[i] == pytest.approx(bound, abs=1e-6)
+    share = tracker.uncovered()
+    assert share is not None
+    assert (share["live"], share["live_total"]) == (7, 26)  # in-scope questions only
+    assert share["counts"] == "questions given a document, not judged out of scope"
+    assert (share["low"], share["high"]) == pytest.approx((0.137044, 0.460830), abs=1e-6)
+    assert (share["recent"]["live"], share["recent"]["live_total"]) == (7, 10)
+    assert (share["earlier"]["live"], share["earlier"]["live_total"]) == (0, 16)
+    assert share["rise_low"] == pytest.approx(R_OUT[29], abs=1e-6) and share["gap"] is True
+
+
+def test_the_harvest_gives_an_out_of_scope_question_its_own_reason_not_coverage_gap() -> None:
+    stage = _stage(0.1, CORPUS)
+    events = [event(f"e{i}", _question(i), results=[(f"p-{doc}", 2.0)])
+              for i, doc in enumerate(DOCS)]  # fmt: skip
+    stage.process(batch(events, _scoped_notes()))
+    rows = {row["question"]: dict(row) for row in stage.records()}
+    reasons = {i: list(rows[_question(i)]["reasons"]) for i in range(30) if _question(i) in rows}
+    # the covered "a" (0) and "b", "c", "d": answered out of scope, no gap; "e" … "h" have
+    # their own gap 0.017876 < min_gap 0.02 and no other reason ("e" and "f": their verdicts
+    # are no fact); "i", "j", "k" take the rise's bound
+    out, gap = ["answered_out_of_scope"], ["coverage_gap"]
+    assert reasons == {0: out, 20: out, 21: out, 22: out, 27: gap, 28: gap, 29: gap}
+    for i, bound in R_OUT.items():
+        assert rows[_question(i)]["gap"] == pytest.approx(bound, abs=1e-6)
+    assert rows[_question(20)]["gap_dimension"] is None
+    report = stage.document_gaps(10)
+    assert report is not None
+    assert (report["uncovered"]["live"], report["uncovered"]["live_total"]) == (7, 26)
