@@ -178,13 +178,16 @@ class DimensionDrift(TypedDict, total=False):
     ``share_to``, ``n_current``, ``n_reference``, ``p_value``, ``alpha``, ``bound``,
     ``share_of``, or ``{"cannot_alarm": true, "text"}``; docs/drift.md);
     categorical dimensions add ``live_counts`` and ``gold_counts`` ``{category: events}``,
-    ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
-    ``{category: why}``; ``tested_state`` is the state the test gave when suppression or
-    hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say why the dimension /
-    a category raises no alarm; ``confounded`` ``{"by", "reason"}`` and, when only some of
-    ``by``'s categories confound it, ``"categories"`` (a list): the dimension raises no alarm
-    while ``by`` drifts too (topic by language: the topic assignment is measurably worse in
-    one language; or, with ``categories``, while ``by``'s drift moves one of those languages,
+    ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out`` ``{category:
+    why}``; ``categories_are``: what the categories are when they are not what they are named
+    (topic while novelty is uncalibrated: each question's nearest gold topic; its coverage gaps
+    are then all left out, its drift still alarms); ``tested_state`` is the state the test gave
+    when suppression or hysteresis changed it; ``suppressed`` / ``suppressed_categories`` say
+    why the dimension / a category raises no alarm; ``confounded`` ``{"by", "reason"}`` and,
+    when only some of ``by``'s categories confound it, ``"categories"`` (a list): the dimension
+    raises no alarm while ``by`` drifts too (topic by language: the topic assignment is
+    measurably worse in one language; or, with ``categories``, while ``by``'s drift moves one of
+    those languages,
     which the gold set does not show about as good). ``terms`` (rising terms) adds its
     false-alarm budget per day ``alpha_per_day`` and ``min_term_questions`` (the questions a
     term must be in to be tested and reported); its test says ``terms_tested`` and lists
@@ -199,6 +202,7 @@ class DimensionDrift(TypedDict, total=False):
     gold_counts: dict[str, int]
     coverage_gaps: list[dict[str, Any]]
     coverage_gaps_left_out: dict[str, str]
+    categories_are: str
     tested_state: str
     suppressed: str
     suppressed_categories: dict[str, str]

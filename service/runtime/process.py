@@ -541,6 +541,9 @@ class Runtime:
         topics = (None if topic_why is None else "the topic shares are the topic model's "
                   f"reading, UNCALIBRATED and not facts ({topic_why}); topic drift and the "
                   "topic coverage gaps raise no alarm")  # fmt: skip
+        if topics is None and (nearest := analytics.topics_nearest()) is not None:
+            topics = (f"the topic shares are by nearest gold topic, not facts: {nearest}; "
+                      "topic drift still alarms on a change of that distribution")  # fmt: skip
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable, topics,
                    analytics.language_notice, analytics.unlabelled_notice,
                    analytics.scope_notice, self._counted_under_notice()]  # fmt: skip
