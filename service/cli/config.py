@@ -222,9 +222,14 @@ def _topic_lines(analytics: Analytics) -> list[str]:
     from service.topics.quality import kappa_of, kappa_text
 
     nearest = analytics.topics_nearest()
-    shares = ([] if nearest is None else
-              [f"topic shares are by NEAREST gold topic (not facts; no topic coverage gap; "
-               f"topic drift still alarms on a change of the distribution): {nearest}"])  # fmt: skip
+    shares = (
+        []
+        if nearest is None
+        else [
+            f"topic shares are by NEAREST gold topic (not facts; no topic coverage gap; topic "
+            f"drift still alarms on a change of the distribution): {nearest}"
+        ]
+    )
     found = kappa_of(analytics.topic_quality)
     if found is None or analytics.topic_quality is None:
         return shares
