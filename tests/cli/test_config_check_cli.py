@@ -121,7 +121,7 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     # its range over draws of the 39 Latin setters (scope.cutoff_band; as the report has it)
     low, high = support["band_by_script"]["Latn"]
     assert low <= cutoff <= high
-    assert result.stderr.splitlines()[-16:] == [
+    assert result.stderr.splitlines()[-17:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
@@ -150,6 +150,12 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "#       off-corpus rule limit: cutoffs and false-positive rates are measured on the "
         "gold set's languages (en, hi, hi-Latn); a question in another language is not "
         "judged, one of no named language by its script's cutoff or not at all",
+        # novelty uncalibrated: the topic shares are nearest gold topics (fortieth session)
+        "#   topic shares are by NEAREST gold topic (not facts; no topic coverage gap; topic "
+        "drift still alarms on a change of the distribution): each question's nearest gold "
+        "topic, questions on topics outside the gold set included (the novelty detector that "
+        f"would read those as novel is uncalibrated: {judged['novelty']['uncalibrated']}); no "
+        "topic coverage gap is a fact",
         # the demo's topic labels held out (the replay golden's topic_quality): 31 of 59,
         # chance agreement 0.1293 from the two marginals, kappa (0.5254 - 0.1293) / 0.8707,
         # its 95 % interval +- 1.96 * sqrt(0.5254 * 0.4746 / 59) / 0.8707 = +- 0.146
