@@ -695,6 +695,11 @@ class Runtime:
                 self.live.analytics_metrics.set_misjudged_unanswerable(
                     None if let_in is None else let_in.upper
                 )
+                # the coverage gaps and drift states against the new gold set now, not at the
+                # next batch: a refit whose novelty (or topic kappa) falls under its floor
+                # withholds the topic gaps, and an idle service kept exporting the old ones
+                # (the CoverageGap alert reads them)
+                self.live.export_drift()
         topic_notice = gold_topic_notice(self.settings, gold)
         if topic_notice is not None and topic_notice != self.topic_notice:
             log.warning("%s", topic_notice)  # as serve logs the notices at start

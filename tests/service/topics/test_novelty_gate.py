@@ -142,3 +142,50 @@ def test_above_the_floor_the_topics_and_their_gap_are_facts(tmp_path: Path) -> N
     assert "topics: weather 67%; banking 17%; cooking 17%" in text.splitlines()
     assert "topic weather 66.7% live / 30.0% gold" in text
     assert "(by nearest gold topic)" not in text
+
+
+def test_a_gold_refresh_that_makes_novelty_uncalibrated_zeroes_the_topic_gap_gauge(
+    tmp_path: Path,
+) -> None:
+    """Serve: a hand-edited gold file refits the topic model; when the refit's novelty falls
+    under the floor, the exported topic coverage gap goes to 0 at once, not at the next batch
+    (an idle service kept ``goldwatch_coverage_gap_ratio{dimension="topic"}`` at its old
+    value, which the CoverageGap alert reads). The three-topic gold set of
+    :mod:`test_kappa_gate` at a floor of 0.6: all 30 rows read 0.677 at the bound
+    (calibrated); its first 6 rows of each topic (18 rows) read TPR 8 of 18 at FPR 1 of 18,
+    0.593 at the bound (uncalibrated), the topic names and the kappa gate unchanged."""
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from service.runtime.process import Runtime
+    from service.settings import load_settings
+
+    _write(tmp_path, rotated=False)
+    gold = tmp_path / "gold.jsonl"
+    rows = gold.read_text(encoding="utf-8").splitlines()
+    events = tmp_path / "events.jsonl"
+    events.write_text("", encoding="utf-8")
+    settings = load_settings(gold_set=gold, corpus=tmp_path / "corpus.jsonl",
+                             source={"kind": "file", "path": events},
+                             analytics={"scope_min_balanced_accuracy": 0.6})  # fmt: skip
+    runtime = Runtime(settings, registry=CollectorRegistry())
+    labels = {"dimension": "topic", "category": "weather"}
+    try:
+        analytics = runtime.live.analytics
+        assert analytics.topics_nearest() is None
+        assert analytics.drift is not None
+        analytics.drift.live_counts["topic"].update({"weather": 80, "banking": 10, "cooking": 10})
+        runtime.live.export_drift()
+        assert (runtime.registry.get_sample_value("goldwatch_coverage_gap_ratio", labels) or 0) > 0
+        kept = [r for r in rows if int(json.loads(r)["id"][3:]) < 6]
+        gold.write_text("".join(r + "\n" for r in kept), encoding="utf-8")
+        runtime.gold_accepted(None)
+        for thread in [t for t in threading.enumerate() if t.name == "goldwatch-gold-refresh"]:
+            thread.join(120)
+        assert runtime.gold_refresh_error is None and runtime.gold_refreshes == 1
+        assert analytics.topics_nearest() is not None and analytics.topic_uncalibrated() is None
+        # no batch since the refresh: the gauge follows the refit all the same
+        assert runtime.registry.get_sample_value("goldwatch_coverage_gap_ratio", labels) == 0.0
+    finally:
+        runtime.stop()
