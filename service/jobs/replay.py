@@ -451,7 +451,8 @@ def render_text(doc: ReplayReport) -> str:
     novelty = analytics.get("novelty") or {}
     caveat = {}  # the novel share next to what it is worth
     nearest = ((analytics.get("drift") or {}).get("topic") or {}).get("categories_are")
-    if nearest and novelty.get("uncalibrated"):  # the topics line says why, once
+    kappa_why = (analytics.get("topic_quality") or {}).get("uncalibrated")
+    if nearest and novelty.get("uncalibrated") and not kappa_why:  # the topics line says why
         caveat[NOVEL] = " (UNCALIBRATED: above)"
     elif novelty.get("uncalibrated"):
         on = measured_on_text(novelty.get("quality"))
