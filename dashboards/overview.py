@@ -66,7 +66,10 @@ def _traffic() -> list[Panel | list[Panel]]:
                 "replicas (goldwatch:topic_share:ratio_rate1h). 'novel' counts questions far "
                 "from every gold question: traffic the gold set does not cover; it is left out "
                 "(no series, the other shares of the questions given a topic) while the novelty "
-                "detector is untrusted (panel Detectors trusted). A growing "
+                "detector is untrusted (panel Detectors trusted), and the other topics are "
+                "then each question's NEAREST gold topic, questions on topics the gold set "
+                "lacks included: not facts, no topic CoverageGap (a change of the shares is "
+                "still a change of the traffic). A growing "
                 "topic or novel share calls for new gold questions (alerts TopicDrift, "
                 "CoverageGap). A question in a language no gold row is written in is given no "
                 "topic (the panel below counts them). Empty while the topic model is below "
@@ -256,9 +259,9 @@ def _refusals() -> list[Panel | list[Panel]]:
                 "detector's counts are labelled uncalibrated and it raises no alarm. The "
                 "out-of-scope detector also shows its rates at the threshold its counts use "
                 "(tpr, fpr, balanced_accuracy); below analytics.scope_min_balanced_accuracy "
-                "(default 0.68) it is uncalibrated too. Novelty shows its rates as well (the "
-                "share of gold questions read novel with their topic held out, and with every "
-                "topic kept), reported, not floored.",
+                "(default 0.68) it is uncalibrated too; so is novelty (its rates: the share "
+                "of gold questions read novel with their topic held out, and with every topic "
+                "kept; uncalibrated, the topic shares are nearest gold topics).",
                 [
                     (f"min by (detector) (goldwatch_detector_auc{{{SEL}}})", "{{detector}}"),
                     (f'min by (detector) (goldwatch_detector_auc_bound{{{SEL}, bound="low"}})',
@@ -273,7 +276,7 @@ def _refusals() -> list[Panel | list[Panel]]:
             state_timeline(
                 "Detectors trusted",
                 "1 (trusted) while a detector's ROC AUC reaches analytics.quality_floor (and "
-                "the out-of-scope detector's balanced accuracy at its threshold "
+                "the out-of-scope and novelty detectors' balanced accuracy at their threshold "
                 "analytics.scope_min_balanced_accuracy) on every replica; 0 (uncalibrated): "
                 "its counts are not facts: its drift and the OverRefusal / UnderRefusal "
                 "(out-of-scope) or TopicDrift (novelty's novel share) alerts stay silent, and "

@@ -179,18 +179,21 @@ class DimensionDrift(TypedDict, total=False):
     ``share_of``, or ``{"cannot_alarm": true, "text"}``; docs/drift.md);
     categorical dimensions add ``live_counts`` and ``gold_counts`` ``{category: events}``,
     ``coverage_gaps`` and, when some are left out, ``coverage_gaps_left_out``
-    ``{category: why}``; ``tested_state`` is the state the test gave when suppression or
-    hysteresis changed it; a test whose open alarm is held although it alone would open none
-    says why in ``held`` (words) and ``held_because`` (``suppressed_categories``,
-    ``confounded``, ``not_tested``, ``hysteresis``: :data:`service.drift.stage.HELD_BECAUSE`),
-    a ``not_tested`` one its latest test with enough events in ``last_test`` (the same shape;
-    its own JSD ``NaN`` and p ``1.0`` are the untested defaults); ``held_by_hysteresis`` is the
-    detector's: the effect is between the clear and alarm thresholds, or no test ran;
-    ``suppressed`` / ``suppressed_categories`` say why the dimension /
-    a category raises no alarm; ``confounded`` ``{"by", "reason"}`` and, when only some of
-    ``by``'s categories confound it, ``"categories"`` (a list): the dimension raises no alarm
-    while ``by`` drifts too (topic by language: the topic assignment is measurably worse in
-    one language; or, with ``categories``, while ``by``'s drift moves one of those languages,
+    ``{category: why}``; ``categories_are``: what the categories are when they are not what
+    they are named (topic while novelty is uncalibrated: each question's nearest gold topic;
+    its coverage gaps are then all left out, its drift still alarms); ``tested_state`` is the
+    state the test gave when suppression or hysteresis changed it; a test whose open alarm is
+    held although it alone would open none says why in ``held`` (words) and ``held_because``
+    (``suppressed_categories``, ``confounded``, ``not_tested``, ``hysteresis``:
+    :data:`service.drift.stage.HELD_BECAUSE`), a ``not_tested`` one its latest test with
+    enough events in ``last_test`` (the same shape; its own JSD ``NaN`` and p ``1.0`` are the
+    untested defaults); ``held_by_hysteresis`` is the detector's: the effect is between the
+    clear and alarm thresholds, or no test ran; ``suppressed`` / ``suppressed_categories``
+    say why the dimension / a category raises no alarm; ``confounded`` ``{"by", "reason"}``
+    and, when only some of ``by``'s categories confound it, ``"categories"`` (a list): the
+    dimension raises no alarm while ``by`` drifts too (topic by language: the topic
+    assignment is measurably worse in one language; or, with ``categories``, while ``by``'s
+    drift moves one of those languages,
     which the gold set does not show about as good). ``terms`` (rising terms) adds its
     false-alarm budget per day ``alpha_per_day`` and ``min_term_questions`` (the questions a
     term must be in to be tested and reported); its test says ``terms_tested`` and lists
@@ -205,6 +208,7 @@ class DimensionDrift(TypedDict, total=False):
     gold_counts: dict[str, int]
     coverage_gaps: list[dict[str, Any]]
     coverage_gaps_left_out: dict[str, str]
+    categories_are: str
     tested_state: str
     suppressed: str
     suppressed_categories: dict[str, str]

@@ -216,17 +216,28 @@ def _topic_lines(analytics: Analytics) -> list[str]:
     """The topic assignment's line: with a supervised model's held-out kappa
     (:func:`~service.topics.quality.kappa_of`), calibrated with it, or UNCALIBRATED with why
     (:meth:`~service.runtime.analytics.Analytics.topic_uncalibrated`); ``[]`` without one
-    (no topic model, unsupervised topics: no labels to measure it on)."""
+    (no topic model, unsupervised topics: no labels to measure it on). Before it, while
+    novelty is uncalibrated, the line saying the shares are nearest gold topics
+    (:meth:`~service.runtime.analytics.Analytics.topics_nearest`)."""
     from service.topics.quality import kappa_of, kappa_text
 
+    nearest = analytics.topics_nearest()
+    shares = (
+        []
+        if nearest is None
+        else [
+            f"topic shares are by NEAREST gold topic (not facts; no topic coverage gap; topic "
+            f"drift still alarms on a change of the distribution): {nearest}"
+        ]
+    )
     found = kappa_of(analytics.topic_quality)
     if found is None or analytics.topic_quality is None:
-        return []
+        return shares
     why = analytics.topic_uncalibrated()
     if why is not None:
         return [f"topic assignment UNCALIBRATED (its shares are the model's reading, not facts; "
                 f"topic drift and coverage gaps raise no alarm): {why}"]  # fmt: skip
     quality = analytics.topic_quality
-    return [f"topic assignment calibrated: held out {quality['agree']} of {quality['n']} "
+    return shares + [f"topic assignment calibrated: held out {quality['agree']} of {quality['n']} "
             f"labelled gold questions keep their topic ({quality['share']:.1%}); "
             f"{kappa_text(*found, analytics.topic_min_kappa, int(quality['n']))}"]  # fmt: skip

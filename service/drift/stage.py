@@ -335,6 +335,10 @@ class DriftStage:
         self.confounded: dict[str, tuple[str, str]] = {}
         # dimension -> the categories of the other whose move alone confounds it (absent: any)
         self.confounded_categories: dict[str, frozenset[str]] = {}
+        # categorical dimension -> what its categories are when they are not what they are
+        # named (topic while novelty is uncalibrated: each question's nearest gold topic);
+        # its coverage gaps are left out with it, its alarms stand (withhold_gaps)
+        self.gaps_withheld: dict[str, str] = {}
         self._detectable_memo: dict[tuple[Any, ...], dict[str, Any] | None] = {}
 
     def _detectors(
@@ -388,6 +392,26 @@ class DriftStage:
             silenced.pop(category, None)
         else:
             silenced[category] = reason
+
+    def withhold_gaps(self, dimension: str, reason: str | None) -> None:
+        """Leave out (``reason``: what the dimension's categories are instead, e.g. ``"each
+        question's nearest gold topic, …"``) or restore (``None``) the coverage gaps of a
+        categorical dimension whose categories are not what they are named, while its drift
+        is still tested and alarms as before: a change of its distribution is a change of the
+        traffic, a category's live share above its gold share is no fact about that category
+        (topic while the novelty detector is uncalibrated: questions on topics the gold set
+        lacks are counted under their nearest gold topic). The report says ``reason`` as the
+        dimension's ``categories_are`` and as each left-out gap's why.
+
+        Raises:
+            ValueError: ``dimension`` is not categorical.
+        """
+        if dimension not in CATEGORICAL:
+            raise ValueError(f"not a categorical drift dimension: {dimension!r}")
+        if reason is None:
+            self.gaps_withheld.pop(dimension, None)
+        else:
+            self.gaps_withheld[dimension] = reason
 
     def confound(self, dimension: str, by: str, reason: str | None,
                  categories: Collection[str] | None = None) -> None:  # fmt: skip
@@ -954,7 +978,9 @@ class DriftStage:
         the live and gold shares and the coverage gaps (categorical dimensions:
         ``coverage_gaps``, :func:`~service.drift.stats_tests.coverage_gaps` without the
         suppressed categories, or of a suppressed dimension, none; those that would be gaps
-        are in ``coverage_gaps_left_out``, ``{category: why}``, only when there are some).
+        are in ``coverage_gaps_left_out``, ``{category: why}``, only when there are some; a
+        dimension of :meth:`withhold_gaps` has none either and says what its categories are
+        in ``categories_are``).
         With ``detectable`` (the reports a user reads; not the per-batch metrics, it runs a
         few dozen tests), each comparison of the four shared dimensions says the smallest
         change that can alarm at its sizes (``detectable``, :func:`detectable_change`) when
@@ -971,6 +997,9 @@ class DriftStage:
             gaps = coverage_gaps(live, gold) if gold else []
             if dim in self.suppressed:  # (e.g. a topic model near chance): no share is a fact
                 muted = dict.fromkeys((g.category for g in gaps), self.suppressed[dim])
+            elif dim in self.gaps_withheld:  # categories that are not what they are named
+                muted = {**dict.fromkeys((g.category for g in gaps), self.gaps_withheld[dim]),
+                         **muted}  # fmt: skip
             out[dim] = {
                 "state": det.state,
                 "comparisons": {name: r.to_dict() for name, r in det.reports.items()},
@@ -981,6 +1010,8 @@ class DriftStage:
             left_out = {g.category: muted[g.category] for g in gaps if g.category in muted}
             if left_out:
                 out[dim]["coverage_gaps_left_out"] = left_out
+            if dim in self.gaps_withheld:
+                out[dim]["categories_are"] = self.gaps_withheld[dim]
         for dim, rate in self.rates.items():
             out[dim] = {
                 "state": rate.state,

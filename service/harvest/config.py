@@ -20,7 +20,8 @@ Reasons, in report order (:data:`REASONS`), with what triggers each on one event
                            uncalibrated ``novel`` topic (``novelty_calibrated`` False)
                            counts for nothing, nor does any topic while the topic model's
                            held-out kappa is below ``analytics.topics.min_kappa``
-                           (``topic_calibrated`` False): then only languages and
+                           or novelty is uncalibrated (the topics are then nearest
+                           gold topics) (``topic_calibrated`` False): then only languages and
                            documents are gaps
 ``novel``                  the topic stage found it far from every gold topic (``"novel"``)
 ``refused``                the answer was a refusal (``annotations["refused"]``)

@@ -332,6 +332,11 @@ def _shares(
                           f"facts: {uncalibrated}. The topic comparisons (against the gold set "
                           "and earlier traffic) and the topic coverage gaps raise no alarm.",
                           "warn"))  # fmt: skip
+    if dim.get("categories_are"):  # novelty uncalibrated: topics are nearest topics
+        parts.append(para(f"These shares are by NEAREST gold topic, not facts: "
+                          f"{dim['categories_are']}. The topic comparisons still alarm on a "
+                          "change of this distribution (a change of the traffic); a rising "
+                          "topic is the nearest one to what rose.", "warn"))  # fmt: skip
     if note:
         parts.append(para(note, "muted"))
     if left_out is not None and not left_out.get("unreliable"):

@@ -450,7 +450,11 @@ def render_text(doc: ReplayReport) -> str:
     names = analytics.get("topic_labels") or {}
     novelty = analytics.get("novelty") or {}
     caveat = {}  # the novel share next to what it is worth
-    if novelty.get("uncalibrated"):
+    nearest = ((analytics.get("drift") or {}).get("topic") or {}).get("categories_are")
+    kappa_why = (analytics.get("topic_quality") or {}).get("uncalibrated")
+    if nearest and novelty.get("uncalibrated") and not kappa_why:  # the topics line says why
+        caveat[NOVEL] = " (UNCALIBRATED: above)"
+    elif novelty.get("uncalibrated"):
         on = measured_on_text(novelty.get("quality"))
         caveat[NOVEL] = (f" (UNCALIBRATED, not facts: {novelty['uncalibrated']}"
                          f"{f'; measured{on}' if on else ''})")  # fmt: skip
@@ -493,6 +497,9 @@ def render_text(doc: ReplayReport) -> str:
         # near chance held out: the shares are what the model read, not what was asked
         lines += [f"topics (UNCALIBRATED, the model's reading, not facts: {topic_why}; no "
                   f"alarm): {topics}"]  # fmt: skip
+    elif nearest and not topics_off and ranked:
+        # novelty uncalibrated: most questions on other topics read as their nearest one
+        lines += [f"topics (NEAREST gold topic, not facts: {nearest}): {topics}"]
     else:
         lines += [f"topics: {topics}"]
     if topic_quality is not None:  # a topic model
@@ -672,7 +679,12 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  DRIFT  {where}: {rising_terms_text(alarm)}")
         else:
             silenced = drift.get(alarm["dimension"], {}).get("suppressed_categories") or {}
-            lines.append(f"  DRIFT  {where}: {_categorical_moves(alarm, silenced)}")
+            # topics read as nearest topics (novelty uncalibrated): the change is a fact, the
+            # names are the nearest gold topics to what moved
+            nearest = (" (by nearest gold topic)"
+                       if drift.get(alarm["dimension"], {}).get("categories_are")
+                       else "")  # fmt: skip
+            lines.append(f"  DRIFT  {where}{nearest}: {_categorical_moves(alarm, silenced)}")
     lines += quality_lines(doc.get("quality"), over)
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 

@@ -541,6 +541,9 @@ class Runtime:
         topics = (None if topic_why is None else "the topic shares are the topic model's "
                   f"reading, UNCALIBRATED and not facts ({topic_why}); topic drift and the "
                   "topic coverage gaps raise no alarm")  # fmt: skip
+        if topics is None and (nearest := analytics.topics_nearest()) is not None:
+            topics = (f"the topic shares are by nearest gold topic, not facts: {nearest}; "
+                      "topic drift still alarms on a change of that distribution")  # fmt: skip
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable, topics,
                    analytics.language_notice, analytics.unlabelled_notice,
                    analytics.scope_notice, self._counted_under_notice()]  # fmt: skip
@@ -692,6 +695,11 @@ class Runtime:
                 self.live.analytics_metrics.set_misjudged_unanswerable(
                     None if let_in is None else let_in.upper
                 )
+                # the coverage gaps and drift states against the new gold set now, not at the
+                # next batch: a refit whose novelty (or topic kappa) falls under its floor
+                # withholds the topic gaps, and an idle service kept exporting the old ones
+                # (the CoverageGap alert reads them)
+                self.live.export_drift()
         topic_notice = gold_topic_notice(self.settings, gold)
         if topic_notice is not None and topic_notice != self.topic_notice:
             log.warning("%s", topic_notice)  # as serve logs the notices at start

@@ -577,8 +577,7 @@ def build_analytics_metrics(
         ),
         detector_trusted=gauge(
             "detector_trusted", "1 when the detector's ROC AUC reaches analytics.quality_floor "
-            "and, for the out-of-scope detector (whose threshold is chosen for it; novelty's "
-            "operating point is reported, not floored), its balanced accuracy "
+            "and its balanced accuracy "
             "at its threshold (its FPR at the Wilson 95 % upper bound) reaches "
             "analytics.scope_min_balanced_accuracy, measured on at "
             "least analytics.quality_min_class questions of each class (its counts are "

@@ -27,9 +27,11 @@ class TopicStage(StatelessStage):
     novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
     analytics), so harvesting suggests "novel" only on a calibrated verdict. While the topic
     assignment itself is below its floor (:attr:`calibrated` False, set by the analytics:
-    :func:`~service.topics.quality.kappa_uncalibrated`), every question given a topic also
-    gets ``annotations[i]["topic_calibrated"] = False``, so harvesting counts no topic
-    coverage gap for it (nothing is written while calibrated). The model reads
+    :func:`~service.topics.quality.kappa_uncalibrated`), or while novelty is uncalibrated
+    (the topics are then nearest gold topics:
+    :meth:`~service.runtime.analytics.Analytics.topics_nearest`), every question given a
+    topic also gets ``annotations[i]["topic_calibrated"] = False``, so harvesting counts no
+    topic coverage gap for it (nothing is written while calibrated). The model reads
     each question's subject (:func:`~service.text.subject.subject`: a scrubbed
     self-introduction such as ``My name is <NAME>, …`` is no topic; trial 12 F6/F7). A model
     that centres per language (``analytics.topics.language_centring``) is handed each

@@ -115,3 +115,15 @@ def test_dashboards_are_plain_json_objects() -> None:
     for name in NAMES:
         text = (opsfiles.DASHBOARDS / name).read_text(encoding="utf-8")
         assert json.loads(text)["title"].startswith("goldwatch / ")
+
+
+def test_the_topic_panels_say_novelty_is_floored_and_its_topics_are_nearest() -> None:
+    """Since the fortieth session (t40 HIGH 1) novelty is floored on its balanced accuracy as
+    out-of-scope is, and while it is untrusted the topic shares are nearest gold topics: the
+    overview's panels say so (they said novelty's rates were "reported, not floored" and
+    showed the topic shares with no word on what they are then)."""
+    overview = opsfiles.dashboards()["goldwatch-overview.json"]
+    panels = {p.get("title"): p.get("description", "") for p in opsfiles.panels(overview)}
+    assert "NEAREST gold topic" in panels["Question topics (share of the last hour)"]
+    assert "not floored" not in " ".join(panels.values())
+    assert "novelty detectors' balanced accuracy" in panels["Detectors trusted"]

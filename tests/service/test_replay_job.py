@@ -277,6 +277,8 @@ def test_a_calibrated_novel_share_shows_its_quality_and_is_never_cut_from_the_to
     quality = {**analytics["novelty"]["quality"], "auc": 0.861, "auc_low": 0.789,
                "auc_high": 0.921, "trusted": True, "uncalibrated": None}  # fmt: skip
     analytics["novelty"] = {**analytics["novelty"], "quality": quality, "uncalibrated": None}
+    # calibrated, the topics are no longer the nearest gold topics (test_novelty_gate)
+    analytics["drift"]["topic"].pop("categories_are")
     analytics["topics"] = {**{f"t{i}": 100 - i for i in range(7)}, "novel": 20, "t7": 10}
     topics = next(x for x in render_text(doc).splitlines() if x.startswith("topics:"))
     # shares are of the questions given a topic (the topics' sum: 100 + 99 + ... + 94 = 679,
@@ -689,3 +691,22 @@ def test_the_out_of_scope_fit_says_which_gold_rows_hid_which(tmp_path: Path) -> 
     page = render_replay_html(report)
     assert "scope calibration: fit" in page
     assert "folds by document: the answerable rows ask about 10" in html.unescape(page)
+
+
+def test_the_novel_caveat_names_novelty_when_the_topics_line_names_the_kappa_gate(
+    demo_replay: dict[str, Any],
+) -> None:
+    """Two gates, two reasons: while novelty is uncalibrated the topics line says so once
+    and ``novel`` points "above"; but when the topic assignment is uncalibrated too, the
+    topics line gives the kappa's reason, so "above" named the wrong one and novelty's own
+    reason was missing from the line. The demo's report (its novelty uncalibrated) with its
+    topic model's kappa made to fail."""
+    doc = copy.deepcopy(demo_replay)
+    analytics = doc["analytics"]
+    assert analytics["novelty"]["uncalibrated"] and analytics["drift"]["topic"]["categories_are"]
+    analytics["topic_quality"] = {**analytics["topic_quality"], "uncalibrated": "kappa 0.1 < 0.4"}
+    analytics["topics"] = {"t0": 50, "novel": 20}
+    line = next(x for x in render_text(doc).splitlines() if x.startswith("topics ("))
+    assert line.startswith("topics (UNCALIBRATED, the model's reading, not facts: kappa 0.1")
+    assert "(UNCALIBRATED: above)" not in line
+    assert f"novel 29% (UNCALIBRATED, not facts: {analytics['novelty']['uncalibrated']}" in line

@@ -132,10 +132,18 @@ COOKING = ("How long should I boil an egg for a soft yolk?",
 NAMES = ("weather", "banking", "cooking")
 
 
-def _write(folder: Path, rotated: bool, min_kappa: float | None = None) -> Path:
+def _write(folder: Path, rotated: bool, min_kappa: float | None = None,
+           min_balanced_accuracy: float | None = 0.6) -> Path:  # fmt: skip
     """Gold set (30 rows; ``rotated``: row i of topic t labelled NAMES[(i + t) % 3], so each
     label holds rows of all three topics), corpus, a 10 h log (1 event a minute: the three
-    topics in turn for 5 h, then 4 weather questions only) and the config; returns it."""
+    topics in turn for 5 h, then 4 weather questions only) and the config; returns it.
+
+    ``min_balanced_accuracy`` (``analytics.scope_min_balanced_accuracy``; ``None``: the
+    default 0.68): 0.6 by default here, so the kappa gate is tested alone — this gold set's
+    novelty detector, 17 of 30 held out at 2 of 30 kept (balanced accuracy 0.750), reads
+    0.677 with its false-positive rate at its Wilson bound, under the default floor, which
+    makes the topics nearest topics (``test_novelty_gate``); out-of-scope is off (no
+    unanswerable row), so the setting moves nothing else."""
     rows = [{"id": f"g-{t}{i}", "question": q, "gold": [f"p-{t}"],
              "topic": NAMES[(i + t) % 3] if rotated else NAMES[t]}
             for t, questions in enumerate((WEATHER, BANKING, COOKING))
@@ -155,6 +163,8 @@ def _write(folder: Path, rotated: bool, min_kappa: float | None = None) -> Path:
                        "timestamp": f"2026-11-20T{i // 60:02d}:{i % 60:02d}:00Z"})  # fmt: skip
     (folder / "log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     floor = "" if min_kappa is None else f"  topics:\n    min_kappa: {min_kappa}\n"
+    if min_balanced_accuracy is not None:
+        floor += f"  scope_min_balanced_accuracy: {min_balanced_accuracy}\n"
     config = folder / "goldwatch.yaml"
     config.write_text(f"gold_set: {folder / 'gold.jsonl'}\ncorpus: {folder / 'corpus.jsonl'}\n"
                       f"analytics:\n{floor}  drift:\n    window_s: 3600\n"

@@ -3,9 +3,9 @@
 Trial 15's gold set had 2 topics; the report said "novelty detector ROC AUC 0.889 ... each
 topic held out in turn" while ``novel`` caught a third of the off-corpus traffic. The quality
 now says how many topics were held out and, at the detector's threshold, the share of gold
-questions read novel with their topic held out (TPR) and with every topic kept (FPR). The
-balanced-accuracy floor stays the out-of-scope detector's alone (its threshold is Youden's; a
-novelty threshold is a percentile), so the trust verdicts do not change.
+questions read novel with their topic held out (TPR) and with every topic kept (FPR). Since
+the fortieth session (trial t40 HIGH 1) novelty's trust also asks the balanced-accuracy floor
+of that operating point, as the out-of-scope detector's does (``test_novelty_gate``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from prometheus_client import CollectorRegistry
 
 from service.evaluation.detector_quality import (
@@ -57,20 +58,22 @@ def test_without_a_threshold_no_operating_point_is_claimed() -> None:
     assert quality is not None and quality.n_groups == 2 and math.isnan(quality.tpr)
 
 
-def test_the_balanced_accuracy_floor_is_the_out_of_scope_detectors_alone() -> None:
+def test_the_balanced_accuracy_floor_applies_to_novelty_as_to_out_of_scope() -> None:
     # the production-shaped benchmark's novelty: AUC 0.764, 97 of 477 held out read novel at
-    # FPR 0.050 (balanced accuracy 0.577, under 0.68), trusted as before; the same numbers on
-    # the out-of-scope detector are not
+    # FPR 24 / 477 (balanced accuracy 550 / 954 = 0.577; with the FPR at its Wilson bound over
+    # 477, 0.0739, it is (0.2034 + 1 − 0.0739) / 2 = 0.565): under 0.68, uncalibrated since
+    # the fortieth session (trial t40 HIGH 1), as the same numbers on out-of-scope are
     weak = DetectorQuality(0.764, 0.738, 0.792, 0.95, 477, 477, n_groups=22).at_threshold(
         0.22, 97 / 477, 24 / 477
     )
+    assert weak.bounded_balanced_accuracy == pytest.approx(0.565, abs=5e-4)
     analytics = Analytics(stages=[], detector_quality={"novelty": weak, "out_of_scope": weak},
                           min_balanced_accuracy=0.68, quality_min_class=10)  # fmt: skip
-    assert analytics.uncalibrated("novelty") is None
-    assert "below analytics.scope_min_balanced_accuracy 0.68" in str(
-        analytics.uncalibrated("out_of_scope")
-    )
-    assert balanced_accuracy_floor("novelty", 0.68) == 0.0
+    for detector in ("novelty", "out_of_scope"):
+        assert "below analytics.scope_min_balanced_accuracy 0.68" in str(
+            analytics.uncalibrated(detector)
+        )
+    assert balanced_accuracy_floor("novelty", 0.68) == 0.68
     registry = CollectorRegistry()
     metrics = build_analytics_metrics(registry)
     metrics.set_detector_quality(
@@ -80,7 +83,12 @@ def test_the_balanced_accuracy_floor_is_the_out_of_scope_detectors_alone() -> No
     def trusted(detector: str) -> float | None:
         return registry.get_sample_value("goldwatch_detector_trusted", {"detector": detector})
 
-    assert trusted("novelty") == 1.0 and trusted("out_of_scope") == 0.0
+    assert trusted("novelty") == 0.0 and trusted("out_of_scope") == 0.0
+    # a floor of 0.56 (under 0.565) trusts both: the gauge and the reports ask one rule
+    metrics.set_detector_quality(
+        {name: quality_gauges(weak) for name in ("novelty", "out_of_scope")}, 0.75, 0.56, 10
+    )
+    assert trusted("novelty") == 1.0 and trusted("out_of_scope") == 1.0
 
 
 def test_a_sampled_measurement_claims_no_operating_point() -> None:
