@@ -136,10 +136,13 @@ def moved_section(
         rows.append([_link("drift", "drift"), moved])
         refusals = analytics.get("refusals") or {}
         state = ((drift.get("refusal") or {}).get("state")) or "–"
+        recall = refusals.get("text_recall") or {}
         rows.append([_link("refusals", "refusals"),
-                     f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
+                     ("at least " if recall.get("lower_bound") else "")
+                     + f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
                      f"refused; {refusals.get('method', 'no answers yet')}; "
-                     f"refusal drift: {state}"
+                     + (f"{recall['text']}; " if recall.get("lower_bound") else "")
+                     + f"refusal drift: {state}"
                      + (f"; by language: {rate_text(refusals['by_language'])}"
                         if refusals.get("by_language") else "")
                      + (f"; {refusals['against_flag_text']}"

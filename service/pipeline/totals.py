@@ -56,7 +56,11 @@ Counting rules (one per event, from the annotations the analytics stages left):
   ``flag_checked`` (those answers), ``flag_refused`` (the flag says refused),
   ``text_refused`` (the text reads as a refusal) and ``both_refused`` (both): the patterns'
   precision and recall against the producer's flag (totals kept before session 38 start
-  them empty).
+  them empty); and ``text_answers`` / ``text_refusals`` (same label): the answers the text
+  reader decided (``refused_by`` ``"patterns"``: no ``answer.refused``) and of those the
+  refused ones, what that measured recall is applied to when it is low
+  (:func:`~service.refusals.recall.text_recall`; totals kept before session 40 start them
+  empty, and then no estimate is made).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -77,7 +81,7 @@ __all__ = ["FLAGS", "AnnotationTotals", "count_annotations", "unstable_counts"]
 #: The per-language counts :class:`AnnotationTotals` keeps.
 BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows", "answers",
                "refusals", "flag_checked", "flag_refused", "text_refused",
-               "both_refused")  # fmt: skip
+               "both_refused", "text_answers", "text_refusals")  # fmt: skip
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -266,12 +270,16 @@ class AnnotationTotals:
         checked, flag_refused = self.by_language["flag_checked"], self.by_language["flag_refused"]
         text_refused, both_refused = (self.by_language["text_refused"],
                                       self.by_language["both_refused"])  # fmt: skip
+        read, read_refused = self.by_language["text_answers"], self.by_language["text_refusals"]
         for notes in batch.annotations:
             verdict = notes.get("refused")
             if verdict is not None:  # per language label (language_of)
                 label = str(notes.get("language") or "und")
                 answered[label] += 1
                 refused[label] += verdict is True
+                if notes.get("refused_by") == "patterns":  # the text reader decided
+                    read[label] += 1
+                    read_refused[label] += verdict is True
                 text_verdict = notes.get("text_refused")
                 if text_verdict is not None:  # the flag decided; the text read too
                     checked[label] += 1
