@@ -61,6 +61,11 @@ Counting rules (one per event, from the annotations the analytics stages left):
   refused ones, what that measured recall is applied to when it is low
   (:func:`~service.refusals.recall.text_recall`; totals kept before session 40 start them
   empty, and then no estimate is made).
+* ``missed_refusals`` (kept by :class:`AnnotationTotals` only): how often each wording of a
+  flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
+  :class:`~service.refusals.stage.RefusalStage`), at most
+  :data:`~service.refusals.recall.WORDINGS_KEPT` distinct wordings (a new one past that is
+  not kept); the report names the most frequent (:func:`~service.refusals.recall.text_recall`).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -75,6 +80,7 @@ from typing import Any
 from service.language.gold import judged_language
 from service.language.tags import language_key
 from service.pipeline import Batch
+from service.refusals.recall import WORDINGS_KEPT
 
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations", "unstable_counts"]
 
@@ -222,6 +228,8 @@ class AnnotationTotals:
         self.pii: Counter[str] = Counter()
         #: ``{kind: {language: n}}`` for each kind of :data:`BY_LANGUAGE`
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
+        #: ``{wording: times seen}`` of the flagged refusals the text reader missed
+        self.missed_refusals: Counter[str] = Counter()
         #: the out-of-scope detector counting now (``None``: none named)
         self.detector: str | None = None
         #: ``[{"detector": name, "from_scored": scope_scored total when it began}]``
@@ -286,6 +294,10 @@ class AnnotationTotals:
                     flag_refused[label] += verdict is True
                     text_refused[label] += text_verdict is True
                     both_refused[label] += verdict is True and text_verdict is True
+                    if (wording := notes.get("missed_text")) is not None:
+                        missed = self.missed_refusals
+                        if wording in missed or len(missed) < WORDINGS_KEPT:
+                            missed[wording] += 1
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
             lacking = get("scope_unjudged_language") is True
@@ -310,6 +322,8 @@ class AnnotationTotals:
                 "by_language": {k: {lang: n for lang, n in v.items() if n}
                                 for k, v in self.by_language.items()},
                 "counted_under": [dict(row) for row in self.counted_under],
+                **({"missed_refusals": dict(self.missed_refusals)} if self.missed_refusals
+                   else {}),
                 **({} if self.unstable_since is None
                    else {"unstable_since": dict(self.unstable_since)})}  # fmt: skip
 
@@ -334,6 +348,8 @@ class AnnotationTotals:
         self.by_language = {k: Counter({str(lang): int(n)
                                         for lang, n in by_language.get(k, {}).items()})
                             for k in BY_LANGUAGE}  # fmt: skip
+        self.missed_refusals = Counter({str(text): int(n) for text, n
+                                        in state.get("missed_refusals", {}).items()})  # fmt: skip
         self.counted_under = [{"detector": str(row["detector"]),
                                "from_scored": int(row["from_scored"])}
                               for row in state.get("counted_under", [])]  # fmt: skip

@@ -36,6 +36,12 @@ this.") was in no pattern; goldwatch measured the patterns' recall against the f
   labelled an estimate, never put in place of the count, and the rate series and metrics
   keep counting what was detected.
 
+The fix is said with it: set ``answer.refused`` on every refusal, or add the app's wordings
+to ``analytics.refusal_patterns``, naming the wordings of flagged refusals the reader missed
+most often (:func:`shown_wordings`) — only texts the PII stage scrubbed (none are kept without
+it), normalised and cut to 80 characters, at most 256 distinct kept and 3 shown, each seen at
+least 5 times: an app's refusal template, not one asker's answer.
+
 Reader-judged answers of a language without a measured recall are counted as read (in the
 estimate too, which says how many). Totals kept before the reader-judged answers were counted
 per language (session 40) cannot be split by language: no estimate then, and it says why.
@@ -43,6 +49,7 @@ per language (session 40) cannot be split by language: no estimate then, and it 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from itertools import product
 from statistics import NormalDist
@@ -52,7 +59,15 @@ from typing_extensions import TypedDict
 
 from service.coverage import wilson_bounds
 
-__all__ = ["INHERITED", "RECALL_LEVEL", "TextRecall", "estimate_rate", "text_recall"]
+__all__ = [
+    "INHERITED",
+    "RECALL_LEVEL",
+    "TextRecall",
+    "estimate_rate",
+    "missed_wording",
+    "shown_wordings",
+    "text_recall",
+]
 
 #: A language's refusals read by the text reader are a lower bound when the reader's recall
 #: against ``answer.refused`` has its Wilson 95 % upper bound below this (module docstring).
@@ -73,6 +88,48 @@ INHERITED = ("counted from the refusals detected, which are a lower bound here (
              "may be low, and answered ones may hold missed refusals")  # fmt: skip
 
 
+#: The longest missed wording kept (characters; longer ones are cut and end in "…").
+WORDING_CHARS = 80
+
+#: The most distinct missed wordings the totals keep (a new one past it is not kept: an app's
+#: refusal templates come early and repeat; free-text refusals would each be counted once).
+WORDINGS_KEPT = 256
+
+#: A missed wording is shown only when it was seen at least this often (a template of the
+#: app, not one asker's answer) ...
+WORDING_MIN_SEEN = 5
+
+#: ... and at most this many of them, most seen first.
+WORDINGS_SHOWN = 3
+
+
+def missed_wording(text: str) -> str:
+    """A flagged refusal's text the reader did not read as one, as the totals keep it:
+    NFKC-normalised, whitespace runs made one space, at most :data:`WORDING_CHARS`
+    characters (cut with "…"). The text is already scrubbed of personal data (the PII stage
+    runs first; without it no wording is kept: :class:`~service.refusals.stage.RefusalStage`).
+
+    >>> missed_wording("  The articles\\n do not   cover this. ")
+    'The articles do not cover this.'
+    >>> len(missed_wording("x" * 200))
+    80
+    """
+    text = " ".join(unicodedata.normalize("NFKC", text).split())
+    return text if len(text) <= WORDING_CHARS else text[: WORDING_CHARS - 1] + "…"
+
+
+def shown_wordings(kept: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The missed wordings worth showing: seen at least :data:`WORDING_MIN_SEEN` times, at
+    most :data:`WORDINGS_SHOWN`, most seen first (then by text): ``[{"text", "seen"}]``.
+
+    >>> shown_wordings({"The articles do not cover this.": 346, "Ask Ravi.": 1})
+    [{'text': 'The articles do not cover this.', 'seen': 346}]
+    """
+    ranked = sorted(kept.items(), key=lambda item: (-item[1], item[0]))
+    return [{"text": text, "seen": n} for text, n in ranked[:WORDINGS_SHOWN]
+            if n >= WORDING_MIN_SEEN]  # fmt: skip
+
+
 class TextRecall(TypedDict):
     """The text reader's measured recall applied to the count (:func:`text_recall`):
     ``level`` (:data:`RECALL_LEVEL`), ``lower_bound`` (some language's reader-judged refusals
@@ -83,14 +140,17 @@ class TextRecall(TypedDict):
     estimated: ``{"language", "answers", "read_refused", "refused", "low", "high"}``: its
     reader-judged answers, the refusals read in them and the estimate of its refusals with
     bounds), ``"unmeasured_answers"`` (reader-judged answers of languages with no measured
-    recall, counted as read), ``"confidence"`` (0.95, joint) — and ``text``: the sentence
-    (``None`` without a lower bound)."""
+    recall, counted as read), ``"confidence"`` (0.95, joint) — ``missed``: the most frequent
+    wordings of flagged refusals the reader did not read as refusals (:func:`shown_wordings`:
+    scrubbed, normalised, short, each seen at least :data:`WORDING_MIN_SEEN` times; ``[]``
+    without a lower bound) — and ``text``: the sentence (``None`` without a lower bound)."""
 
     level: float
     lower_bound: bool
     below: list[str]
     estimate: dict[str, Any] | None
     no_estimate: str | None
+    missed: list[dict[str, Any]]
     text: str | None
 
 
@@ -141,6 +201,7 @@ def text_recall(
     refused: int,
     reader: str = "the phrase patterns",
     level: float = RECALL_LEVEL,
+    missed: Mapping[str, int] | None = None,
 ) -> TextRecall | None:
     """What the reader's recall measured against ``answer.refused`` means for the count.
 
@@ -153,6 +214,8 @@ def text_recall(
         answers: every answer judged; ``refused``: every refusal counted (≥ 0).
         reader: how the sentence names the reader.
         level: :data:`RECALL_LEVEL`.
+        missed: the flagged refusals' wordings the reader missed, with how often
+            (:func:`missed_wording`; ``None``: not kept); the fix names the most frequent.
 
     Returns:
         ``None`` when the reader decided no answer or no language has a measured recall;
@@ -178,9 +241,16 @@ def text_recall(
     below = [lang for lang, (n, _) in by_read
              if n > 0 and lang in measured and measured[lang]["recall_high"] < level]  # fmt: skip
     out: TextRecall = {"level": level, "lower_bound": bool(below), "below": below,
-                       "estimate": None, "no_estimate": None, "text": None}  # fmt: skip
+                       "estimate": None, "no_estimate": None, "missed": [],
+                       "text": None}  # fmt: skip
     if not below:
         return out
+    out["missed"] = shown = shown_wordings(missed or {})
+    fix = FIX
+    if shown:  # the app's own wordings the reader missed, most frequent first
+        fix += f"; the flagged refusals {reader} missed most often read " + ", ".join(
+            f'"{row["text"]}" ({row["seen"]} times)' for row in shown
+        )
     recalls = ", ".join(
         f"{lang} {row['both']} of {row['flagged']} ({row['recall']:.3f} "
         f"[{row['recall_low']:.3f}, {row['recall_high']:.3f}])"
@@ -195,7 +265,7 @@ def text_recall(
     if sum(n for n, _ in read.values()) < read_total:
         out["no_estimate"] = ("no estimate: the totals were kept before the answers the text "
                               "reader decided were counted per language")  # fmt: skip
-        out["text"] = f"{text}; {out['no_estimate']}; {FIX}"
+        out["text"] = f"{text}; {out['no_estimate']}; {fix}"
         return out
     estimated = [(lang, n, x) for lang, (n, x) in by_read if n > 0 and lang in measured]
     m = 3 * len(estimated)
@@ -218,7 +288,7 @@ def text_recall(
     if not languages:
         out["no_estimate"] = (f"no estimate: in {', '.join(skipped)} the recall's lower bound "
                               "does not clear the false-positive rate's upper bound")  # fmt: skip
-        out["text"] = f"{text}; {out['no_estimate']}; {FIX}"
+        out["text"] = f"{text}; {out['no_estimate']}; {fix}"
         return out
     base = refused - sum(row["read_refused"] for row in languages)
     total = base + sum(row["refused"] for row in languages)
@@ -238,7 +308,7 @@ def text_recall(
         "answer.refused as often as the flagged ones: refusals among the answers they read "
         f"{part}; so {total:.0f} [{low:.0f}, {high:.0f}] of {answers} answers in all "
         f"({total / answers:.1%} [{low / answers:.1%}, {high / answers:.1%}]; 95 % jointly: "
-        f"Rogan–Gladen with Bonferroni-adjusted Wilson intervals){rest}. {FIX[0].upper()}"
-        f"{FIX[1:]}"
+        f"Rogan–Gladen with Bonferroni-adjusted Wilson intervals){rest}. {fix[0].upper()}"
+        f"{fix[1:]}"
     )
     return out

@@ -13,6 +13,7 @@ from service.language.gold import judged_language, lacks_gold
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.refusals.detector import RefusalDetector, answer_text
+from service.refusals.recall import missed_wording
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
@@ -40,13 +41,18 @@ class RefusalStage(StatelessStage):
     has a non-blank text gets ``annotations[i]["text_refused"]`` too: what the detector reads
     in its text (the same batched call), so the totals can measure the patterns against the
     producer's own flag per language (trial 23: German refusals the patterns missed while
-    the reports quoted NoMIRACL's English figures); it changes no verdict.
+    the reports quoted NoMIRACL's English figures); it changes no verdict. With
+    ``keep_missed`` (the PII stage runs first, so texts are scrubbed), a flagged refusal whose
+    text the detector does not read as one gets ``annotations[i]["missed_text"]``: its
+    wording (:func:`~service.refusals.recall.missed_wording`), which the totals count so the
+    report can name the app's wordings the patterns lack (trial 40).
     """
 
     name = "refusal"
 
-    def __init__(self, detector: RefusalDetector | None = None) -> None:
+    def __init__(self, detector: RefusalDetector | None = None, keep_missed: bool = False) -> None:
         self.detector = detector or RefusalDetector()
+        self.keep_missed = keep_missed
 
     def process(self, batch: Batch) -> None:
         parsed = [answer_text(event) for event in batch.events]
@@ -61,8 +67,11 @@ class RefusalStage(StatelessStage):
         for i, verdict in zip(todo, verdicts, strict=False):
             batch.annotations[i]["refused"] = verdict
             batch.annotations[i]["refused_by"] = "patterns"
+        keep = self.keep_missed
         for i, verdict in zip(checked, verdicts[len(todo) :], strict=True):
             batch.annotations[i]["text_refused"] = verdict
+            if keep and not verdict and parsed[i][2] is True:  # a flagged refusal missed
+                batch.annotations[i]["missed_text"] = missed_wording(parsed[i][1] or "")
 
 
 class ScopeStage(StatelessStage):

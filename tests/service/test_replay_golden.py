@@ -731,6 +731,18 @@ All three rewritten once more in the thirty-ninth session for one sentence: ``an
 .out_of_scope.unstable.text``'s clause on the regression states the measured range (0.002 to
 0.058 on 12 draws, flipping 1.0 % of all verdicts outside the range) apart from trial 37b's
 single 0.439 → 0.288 move (review of s39-oos); no other key moved.
+The demo's rewritten in the fortieth session (s40-refusal; trial 40 MEDIUM 2: the method
+sentence said "phrase patterns not measured on this traffic" beside a measured recall of
+0.681) for one changed sentence and one added key, nothing else (field-for-field diff
+against the former file): ``analytics.refusals.method`` now states the patterns' measurement
+against ``answer.refused`` on the demo's own traffic ("en recall 34/34 1.000 [0.898, 1.000],
+precision 1.000; hi-Latn recall 25/25 1.000 [0.867, 1.000], precision 1.000; too few flagged
+refusals to measure recall in hi; not measured in any other language", then NoMIRACL's
+figures), and ``analytics.refusals.text_recall`` is added (``lower_bound`` false: no
+language's recall has its upper bound below 0.95; no estimate, no missed wordings, no
+text). The refusal counts
+and every other field are unchanged. The production-shaped and 20k logs set no
+``answer.refused``: nothing measured, their files unchanged.
 """
 
 from __future__ import annotations
