@@ -14,6 +14,7 @@ import pytest
 
 from service.events import QueryLogEvent
 from service.html import render_replay_html
+from service.html.status import moved_section
 from service.jobs.replay import render_text, run_replay
 from service.pipeline import Batch
 from service.pipeline.totals import AnnotationTotals
@@ -222,6 +223,8 @@ def test_a_replay_whose_patterns_miss_half_the_flagged_refusals_says_at_least(
     assert "Refused answers (a lower bound): " in page
     assert html.escape(recall["text"][1:]) in page
     assert "refused, ESTIMATED (not a count; 95 % jointly)" in page
+    moved = html.unescape(str(moved_section(doc["analytics"])))  # the status page's row
+    assert "at least 37.5% of 80 answers refused; " in moved and recall["text"] in moved
 
 
 def test_a_replay_whose_patterns_read_every_flagged_refusal_is_unchanged(tmp_path: Path) -> None:
