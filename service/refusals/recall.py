@@ -42,9 +42,11 @@ most often (:func:`shown_wordings`) — only texts the PII stage scrubbed (none 
 it), normalised and cut to 80 characters, at most 256 distinct kept and 3 shown, each seen at
 least 5 times: an app's refusal template, not one asker's answer.
 
-Reader-judged answers of a language without a measured recall are counted as read (in the
-estimate too, which says how many). Totals kept before the reader-judged answers were counted
-per language (session 40) cannot be split by language: no estimate then, and it says why.
+Reader-judged answers of a language without a measured recall, or whose recall gives no
+estimate (it does not clear the false-positive rate, or no answer sets the flag false so that
+rate is unmeasured), are counted as read (in the estimate too, which says how many and
+why). Totals kept before the reader-judged answers were counted per language (session 40)
+cannot be split by language: no estimate then, and it says why.
 """
 
 from __future__ import annotations
@@ -140,10 +142,11 @@ class TextRecall(TypedDict):
     estimated: ``{"language", "answers", "read_refused", "refused", "low", "high"}``: its
     reader-judged answers, the refusals read in them and the estimate of its refusals with
     bounds), ``"unmeasured_answers"`` (reader-judged answers of languages with no measured
-    recall, counted as read), ``"confidence"`` (0.95, joint) — ``missed``: the most frequent
-    wordings of flagged refusals the reader did not read as refusals (:func:`shown_wordings`:
-    scrubbed, normalised, short, each seen at least :data:`WORDING_MIN_SEEN` times; ``[]``
-    without a lower bound) — and ``text``: the sentence (``None`` without a lower bound)."""
+    recall, or with one that gives no estimate, counted as read), ``"confidence"`` (0.95,
+    joint) — ``missed``: the most frequent wordings of flagged refusals the reader did not
+    read as refusals (:func:`shown_wordings`: scrubbed, normalised, short, each seen at least
+    :data:`WORDING_MIN_SEEN` times; ``[]`` without a lower bound) — and ``text``: the
+    sentence (``None`` without a lower bound)."""
 
     level: float
     lower_bound: bool
@@ -202,6 +205,7 @@ def text_recall(
     reader: str = "the phrase patterns",
     level: float = RECALL_LEVEL,
     missed: Mapping[str, int] | None = None,
+    read_refused: int | None = None,
 ) -> TextRecall | None:
     """What the reader's recall measured against ``answer.refused`` means for the count.
 
@@ -216,6 +220,10 @@ def text_recall(
         level: :data:`RECALL_LEVEL`.
         missed: the flagged refusals' wordings the reader missed, with how often
             (:func:`missed_wording`; ``None``: not kept); the fix names the most frequent.
+        read_refused: the refusals the text reader read in all (``refusals_by_patterns``:
+            with ``read_total``, what the sentence's "the N refusals they read in the M
+            answers" says; ``None``: the sum over ``read``, which is less than that in totals
+            kept before session 40).
 
     Returns:
         ``None`` when the reader decided no answer or no language has a measured recall;
@@ -256,7 +264,8 @@ def text_recall(
         f"[{row['recall_low']:.3f}, {row['recall_high']:.3f}])"
         for lang in below for row in [measured[lang]]
     )  # fmt: skip
-    read_refused = sum(x for _, x in read.values())
+    if read_refused is None:
+        read_refused = sum(x for _, x in read.values())
     text = (f"a lower bound: of the refusals answer.refused flags on this traffic, {reader} "
             f"read only {recalls} as refusals (Wilson 95 %; each upper bound below "
             f"{level:.2f}), so the {read_refused} refusals they read in the "
@@ -271,23 +280,26 @@ def text_recall(
     m = 3 * len(estimated)
     z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / (2 * m))
     languages: list[dict[str, Any]] = []
-    skipped: list[str] = []
+    skipped: list[str] = []  # measured, but no estimate: why, per language
     for lang, n, x in estimated:
         row = measured[lang]
         answered = row["checked"] - row["flagged"]
         found = estimate_rate((x, n), (row["detected"] - row["both"], answered),
                               (row["both"], row["flagged"]), z)  # fmt: skip
         if found is None:
-            skipped.append(lang)
+            skipped.append(f"in {lang} no answer sets answer.refused false, so the "
+                           "false-positive rate is not measured" if answered <= 0
+                           else f"in {lang} the recall's lower bound does not clear the "
+                           "false-positive rate's upper bound")  # fmt: skip
             continue
         rate, low, high = found
         languages.append({"language": lang, "answers": n, "read_refused": x,
                           "refused": rate * n, "low": low * n, "high": high * n})  # fmt: skip
-    unmeasured = sum(n for lang, (n, _) in read.items()
-                     if lang not in {row["language"] for row in languages})  # fmt: skip
+    done = {row["language"] for row in languages}
+    unmeasured = sum(n for lang, (n, _) in read.items() if lang not in done)
+    unseparated = sum(n for lang, n, _ in estimated if lang not in done)
     if not languages:
-        out["no_estimate"] = (f"no estimate: in {', '.join(skipped)} the recall's lower bound "
-                              "does not clear the false-positive rate's upper bound")  # fmt: skip
+        out["no_estimate"] = f"no estimate: {'; '.join(skipped)}"
         out["text"] = f"{text}; {out['no_estimate']}; {fix}"
         return out
     base = refused - sum(row["read_refused"] for row in languages)
@@ -301,8 +313,13 @@ def text_recall(
     out["estimate"] = estimate
     part = "; ".join(f"{row['language']} {row['refused']:.0f} [{row['low']:.0f}, "
                      f"{row['high']:.0f}] of {row['answers']}" for row in languages)  # fmt: skip
-    rest = (f"; the {unmeasured} answers without answer.refused in languages with no measured "
-            "recall are counted as read" if unmeasured else "")  # fmt: skip
+    rest = ""
+    if unmeasured - unseparated:
+        rest = (f"; the {unmeasured - unseparated} answers without answer.refused in languages "
+                "with no measured recall are counted as read")  # fmt: skip
+    if unseparated:  # measured, yet no estimate there: counted as read, and why said
+        rest += (f"; the {unseparated} answers without answer.refused where no estimate can be "
+                 f"made ({'; '.join(skipped)}) are counted as read")  # fmt: skip
     out["text"] = (
         f"{text}. ESTIMATE, not a count, assuming {reader} miss the refusals without "
         "answer.refused as often as the flagged ones: refusals among the answers they read "

@@ -107,6 +107,41 @@ def test_totals_kept_before_the_per_language_counts_give_no_estimate() -> None:
     assert "no estimate: the totals were kept before" in (out["text"] or "")
 
 
+def test_totals_kept_before_the_per_language_counts_say_every_refusal_read() -> None:
+    """Review of session 40: a state kept before the per-language counts (92 of the 1,592
+    answers, 30 of the 490 refusals counted per language) said "the 30 refusals they read in
+    the 1592 answers": the per-language sum beside the whole count. The sentence gives the
+    490 the patterns read in all (``read_refused``, the report's refusals_by_patterns)."""
+    out = text_recall(TRIAL, {"en": (92, 30)}, 1592, 4000, 1646, read_refused=490)
+    text = (out or {}).get("text") or ""
+    assert "the 490 refusals they read in the 1592 answers without answer.refused" in text
+
+
+def test_a_measured_language_with_no_estimate_is_not_called_unmeasured() -> None:
+    """Review of session 40: en as the trial; de measured (recall 50/100, upper 0.596 < 0.95)
+    but its text reads 100 of 100 flagged answers as refused (f 1.0 ≥ recall): no estimate
+    there, and its 50 answers were said to be "in languages with no measured recall". They
+    are counted as read with the reason. And an app that sets answer.refused only on
+    refusals (no flagged answer: the false-positive rate unmeasured) was told "the recall's
+    lower bound does not clear the false-positive rate's upper bound"."""
+    rows = flag_agreement_rows({"en": (2254, 1083, 737, 737), "de": (200, 100, 150, 50)})
+    out = text_recall(rows, {"en": (1592, 490), "de": (50, 20)}, 1642, 4000, 1666)
+    assert out is not None and out["below"] == ["en", "de"]
+    estimate = out["estimate"] or {}
+    assert estimate["refused"] == pytest.approx(1666 - 490 + 490 * 1083 / 737)
+    assert estimate["unmeasured_answers"] == 50
+    text = out["text"] or ""
+    assert "no measured recall" not in text
+    assert ("the 50 answers without answer.refused where no estimate can be made (in de the "
+            "recall's lower bound does not clear the false-positive rate's upper bound) are "
+            "counted as read") in text  # fmt: skip
+    only_refused = flag_agreement_rows({"en": (1083, 1083, 737, 737)})
+    out = text_recall(only_refused, {"en": (1592, 490)}, 1592, 4000, 1646)
+    assert out is not None and out["estimate"] is None
+    assert out["no_estimate"] == ("no estimate: in en no answer sets answer.refused false, so "
+                                  "the false-positive rate is not measured")  # fmt: skip
+
+
 def test_a_language_without_a_measured_recall_is_counted_as_read() -> None:
     """en measured (as the trial), es read in 100 answers (20 refusals) but with 5 flagged
     refusals only (few): es's 20 stay as read; the estimate adds en's 720.04 to the 1,646 −
