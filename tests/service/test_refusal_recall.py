@@ -259,7 +259,14 @@ def test_a_replay_whose_patterns_miss_half_the_flagged_refusals_says_at_least(
     assert html.escape(recall["text"][1:]) in page
     assert "refused, ESTIMATED (not a count; 95 % jointly)" in page
     moved = html.unescape(str(moved_section(doc["analytics"])))  # the status page's row
-    assert "at least 37.5% of 80 answers refused; " in moved and recall["text"] in moved
+    assert "at least 37.5% of 80 answers refused (a lower bound: " in moved
+    # review of session 40: the row gave the whole sentence beside the method (~2,900
+    # characters on trial 40); it gives the short form and links to the section with it
+    assert recall["text"] not in moved
+    assert ('(a lower bound: the text reader read only 50% of the refusals answer.refused flags in '
+            'en; ESTIMATE, not a count: 50.0% [') in moved  # fmt: skip
+    assert ('to count them, set answer.refused on every refusal or add "The articles do not '
+            'cover this." to analytics.refusal_patterns); ') in moved  # fmt: skip
 
 
 def test_a_replay_whose_patterns_read_every_flagged_refusal_is_unchanged(tmp_path: Path) -> None:
