@@ -65,7 +65,10 @@ Counting rules (one per event, from the annotations the analytics stages left):
   flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
   :class:`~service.refusals.stage.RefusalStage`), at most
   :data:`~service.refusals.recall.WORDINGS_KEPT` distinct wordings (a new one past that is
-  not kept); the report names the most frequent (:func:`~service.refusals.recall.text_recall`).
+  not kept), and ``missed_askers``: the first distinct askers of each (``missed_to``, at most
+  :data:`~service.refusals.recall.WORDING_MIN_SEEN`); the report names the most frequent of
+  those said to that many askers (:meth:`AnnotationTotals.missed_shown`,
+  :func:`~service.refusals.recall.text_recall`).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -80,7 +83,7 @@ from typing import Any
 from service.language.gold import judged_language
 from service.language.tags import language_key
 from service.pipeline import Batch
-from service.refusals.recall import WORDINGS_KEPT
+from service.refusals.recall import WORDING_MIN_SEEN, WORDINGS_KEPT
 
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations", "unstable_counts"]
 
@@ -230,6 +233,8 @@ class AnnotationTotals:
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
         #: ``{wording: times seen}`` of the flagged refusals the text reader missed
         self.missed_refusals: Counter[str] = Counter()
+        #: ``{wording: [asker, …]}``: its first distinct askers, at most WORDING_MIN_SEEN
+        self.missed_askers: dict[str, list[str]] = {}
         #: the out-of-scope detector counting now (``None``: none named)
         self.detector: str | None = None
         #: ``[{"detector": name, "from_scored": scope_scored total when it began}]``
@@ -298,6 +303,10 @@ class AnnotationTotals:
                         missed = self.missed_refusals
                         if wording in missed or len(missed) < WORDINGS_KEPT:
                             missed[wording] += 1
+                            askers = self.missed_askers.setdefault(wording, [])
+                            asker = str(notes.get("missed_to"))
+                            if len(askers) < WORDING_MIN_SEEN and asker not in askers:
+                                askers.append(asker)
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
             lacking = get("scope_unjudged_language") is True
@@ -322,8 +331,9 @@ class AnnotationTotals:
                 "by_language": {k: {lang: n for lang, n in v.items() if n}
                                 for k, v in self.by_language.items()},
                 "counted_under": [dict(row) for row in self.counted_under],
-                **({"missed_refusals": dict(self.missed_refusals)} if self.missed_refusals
-                   else {}),
+                **({"missed_refusals": dict(self.missed_refusals),
+                    "missed_askers": {k: list(v) for k, v in self.missed_askers.items()}}
+                   if self.missed_refusals else {}),
                 **({} if self.unstable_since is None
                    else {"unstable_since": dict(self.unstable_since)})}  # fmt: skip
 
@@ -350,6 +360,8 @@ class AnnotationTotals:
                             for k in BY_LANGUAGE}  # fmt: skip
         self.missed_refusals = Counter({str(text): int(n) for text, n
                                         in state.get("missed_refusals", {}).items()})  # fmt: skip
+        self.missed_askers = {str(text): [str(a) for a in askers] for text, askers
+                              in state.get("missed_askers", {}).items()}  # fmt: skip
         self.counted_under = [{"detector": str(row["detector"]),
                                "from_scored": int(row["from_scored"])}
                               for row in state.get("counted_under", [])]  # fmt: skip
@@ -361,3 +373,11 @@ class AnnotationTotals:
             **{key: int(since[key]) for key in SINCE_TOTALS},
             "from_time": None if since.get("from_time") is None else str(since["from_time"]),
         }  # fmt: skip
+
+    def missed_shown(self) -> Counter[str]:
+        """The missed wordings that may be named: said to at least
+        :data:`~service.refusals.recall.WORDING_MIN_SEEN` distinct askers (``missed_to``), so a
+        refusal that addresses one asker by name, however often, is not (``{wording: times
+        seen}``; :func:`~service.refusals.recall.shown_wordings` ranks and cuts them)."""
+        return Counter({text: n for text, n in self.missed_refusals.items()
+                        if len(self.missed_askers.get(text, ())) >= WORDING_MIN_SEEN})  # fmt: skip

@@ -39,8 +39,10 @@ this.") was in no pattern; goldwatch measured the patterns' recall against the f
 The fix is said with it: set ``answer.refused`` on every refusal, or add the app's wordings
 to ``analytics.refusal_patterns``, naming the wordings of flagged refusals the reader missed
 most often (:func:`shown_wordings`) — only texts the PII stage scrubbed (none are kept without
-it), normalised and cut to 80 characters, at most 256 distinct kept and 3 shown, each seen at
-least 5 times: an app's refusal template, not one asker's answer.
+it), normalised and cut to 80 characters, at most 256 distinct kept and 3 shown, each said
+to at least 5 distinct askers (``user.id``; an event without one is its own asker): an app's
+refusal template, not one asker's answer (a template that greets its asker by a name the
+scrubber keeps, "Sorry Ravi, …", is said to one asker however often it is seen).
 
 Reader-judged answers of a language without a measured recall, or whose recall gives no
 estimate (it does not clear the false-positive rate, or no answer sets the flag false so that

@@ -45,7 +45,10 @@ class RefusalStage(StatelessStage):
     ``keep_missed`` (the PII stage runs first, so texts are scrubbed), a flagged refusal whose
     text the detector does not read as one gets ``annotations[i]["missed_text"]``: its
     wording (:func:`~service.refusals.recall.missed_wording`), which the totals count so the
-    report can name the app's wordings the patterns lack (trial 40).
+    report can name the app's wordings the patterns lack (trial 40), and
+    ``annotations[i]["missed_to"]``: its asker (``user.id`` as the PII stage left it, else
+    ``"event <event_id>"``), so a wording is named only once said to several askers (a
+    refusal addressing its asker by a name the scrubber keeps is said to one).
     """
 
     name = "refusal"
@@ -72,6 +75,9 @@ class RefusalStage(StatelessStage):
             batch.annotations[i]["text_refused"] = verdict
             if keep and not verdict and parsed[i][2] is True:  # a flagged refusal missed
                 batch.annotations[i]["missed_text"] = missed_wording(parsed[i][1] or "")
+                event = batch.events[i]  # who it was said to (the id as the PII stage left it)
+                user = event.user.id if event.user is not None else None
+                batch.annotations[i]["missed_to"] = user or f"event {event.event_id}"
 
 
 class ScopeStage(StatelessStage):

@@ -458,7 +458,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
          for lang, n in by_language["text_answers"].items()},
         flags["answers_by_patterns"], answers, refused,
         "the phrase patterns" if reader == "patterns" else READER_NAMES[reader],
-        missed=totals.missed_refusals, read_refused=flags["refusals_by_patterns"])  # fmt: skip
+        missed=totals.missed_shown(), read_refused=flags["refusals_by_patterns"])  # fmt: skip
     if recall is not None:  # the text reader decided answers and was measured on this traffic
         report["refusals"]["text_recall"] = recall
     if live.quality is not None:

@@ -333,3 +333,33 @@ def test_only_repeated_short_scrubbed_wordings_of_missed_refusals_are_named(
     off = run_replay(load_settings(config), log, None, tmp_path / "dlq2.jsonl")
     assert off["analytics"]["refusals"]["text_recall"]["missed"] == []
     assert off["analytics"]["refusals"]["text_recall"]["lower_bound"] is True
+
+
+def test_a_missed_wording_said_to_one_asker_is_never_named(tmp_path: Path) -> None:
+    """Review of session 40: the floor counted times seen, so a flagged refusal addressing its
+    asker by a name the scrubber keeps ("Sorry Ravi Kumar, …": a name without a cue such as
+    "my name is") was named on the report once that asker had 5 refusals. It is named only
+    when said to 5 distinct askers (``user.id``): 12 to one asker, not named; the same wording
+    to 12 askers (no name in it), named."""
+
+    def log(name: str, text: str, users: list[str]) -> Path:
+        rows = [{"event_id": f"p-{i}", "timestamp": f"2026-11-20T10:{i:02d}:00Z",
+                 "question": f"Is room {i} of the east wing free on Monday?",
+                 "user": {"id": users[i % len(users)]},
+                 "answer": {"text": text, "refused": True} if i < 12
+                 else {"text": f"Yes, from {i} am."}}
+                for i in range(24)]  # fmt: skip
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    named = log("one.jsonl", "Sorry Ravi Kumar, no notice covers this.", ["u-7"])
+    one = run_replay(load_settings(), named, None, tmp_path / "d1.jsonl")
+    recall = one["analytics"]["refusals"]["text_recall"]
+    assert recall["lower_bound"] and recall["missed"] == []
+    assert "Ravi" not in json.dumps(one["analytics"]["refusals"])
+    many = run_replay(load_settings(), log("many.jsonl", "No notice covers this.",
+                                           [f"u-{i}" for i in range(12)]), None,
+                      tmp_path / "d2.jsonl")  # fmt: skip
+    missed = many["analytics"]["refusals"]["text_recall"]["missed"]
+    assert missed == [{"text": "No notice covers this.", "seen": 12}]
