@@ -64,8 +64,9 @@ Counting rules (one per event, from the annotations the analytics stages left):
 * ``missed_refusals`` (kept by :class:`AnnotationTotals` only): how often each wording of a
   flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
   :class:`~service.refusals.stage.RefusalStage`), at most
-  :data:`~service.refusals.recall.WORDINGS_KEPT` distinct wordings (a new one past that is
-  not kept), and ``missed_askers``: the first distinct askers of each (``missed_to``, at most
+  :data:`~service.refusals.recall.WORDINGS_KEPT` distinct wordings (a new one past that takes
+  the place of the oldest seen only once, or is not kept when every one was seen twice), and
+  ``missed_askers``: the first distinct askers of each (``missed_to``, at most
   :data:`~service.refusals.recall.WORDING_MIN_SEEN`); the report names the most frequent of
   those said to that many askers (:meth:`AnnotationTotals.missed_shown`,
   :func:`~service.refusals.recall.text_recall`).
@@ -301,6 +302,8 @@ class AnnotationTotals:
                     both_refused[label] += verdict is True and text_verdict is True
                     if (wording := notes.get("missed_text")) is not None:
                         missed = self.missed_refusals
+                        if wording not in missed and len(missed) >= WORDINGS_KEPT:
+                            self._make_room()
                         if wording in missed or len(missed) < WORDINGS_KEPT:
                             missed[wording] += 1
                             askers = self.missed_askers.setdefault(wording, [])
@@ -373,6 +376,17 @@ class AnnotationTotals:
             **{key: int(since[key]) for key in SINCE_TOTALS},
             "from_time": None if since.get("from_time") is None else str(since["from_time"]),
         }  # fmt: skip
+
+    def _make_room(self) -> None:
+        """Drop the oldest missed wording seen only once, if any, so a new one is kept: free-text
+        refusals, each seen once, would otherwise fill the table for good and keep a template
+        that comes later from ever being counted (the report would name an earlier, rarer
+        wording as the one missed most often). Counts of the wordings kept stay exact; one
+        dropped and seen again starts again at 1 (a count never overstated)."""
+        oldest = next((text for text, n in self.missed_refusals.items() if n == 1), None)
+        if oldest is not None:
+            del self.missed_refusals[oldest]
+            self.missed_askers.pop(oldest, None)
 
     def missed_shown(self) -> Counter[str]:
         """The missed wordings that may be named: said to at least

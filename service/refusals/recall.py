@@ -95,8 +95,9 @@ INHERITED = ("counted from the refusals detected, which are a lower bound here (
 #: The longest missed wording kept (characters; longer ones are cut and end in "…").
 WORDING_CHARS = 80
 
-#: The most distinct missed wordings the totals keep (a new one past it is not kept: an app's
-#: refusal templates come early and repeat; free-text refusals would each be counted once).
+#: The most distinct missed wordings the totals keep (a new one past it takes the place of the
+#: oldest seen only once, or is not kept: an app's refusal templates repeat; free-text
+#: refusals would each be counted once).
 WORDINGS_KEPT = 256
 
 #: A missed wording is shown only when it was seen at least this often (a template of the

@@ -363,3 +363,40 @@ def test_a_missed_wording_said_to_one_asker_is_never_named(tmp_path: Path) -> No
                       tmp_path / "d2.jsonl")  # fmt: skip
     missed = many["analytics"]["refusals"]["text_recall"]["missed"]
     assert missed == [{"text": "No notice covers this.", "seen": 12}]
+
+
+def test_a_template_missed_after_the_table_is_full_is_still_counted() -> None:
+    """Review of session 40: the totals kept the first 256 distinct missed wordings for good,
+    so after 256 free-text refusals (each seen once) a template the app started later was
+    never counted, and the report named a rarer earlier wording as the one "missed most
+    often". A new wording now takes the place of the oldest seen once: the template, said 6
+    times to 6 askers between 300 more one-off wordings, is kept with its 6; the table stays
+    at 256; a wording seen twice is never dropped."""
+    stage = AnnotationTotals()
+    at = datetime(2026, 11, 29, tzinfo=UTC)
+
+    def note(text: str, asker: str) -> dict[str, Any]:
+        return {"refused": True, "refused_by": "flag", "language": "en", "text_refused": False,
+                "missed_text": text, "missed_to": asker}  # fmt: skip
+
+    notes = [note("Seen twice.", "u-a"), note("Seen twice.", "u-b")]
+    notes += [note(f"one-off {i}", f"u-{i}") for i in range(WORDINGS_KEPT)]
+    for i in range(300):
+        notes.append(note(f"later one-off {i}", f"v-{i}"))
+        if i % 50 == 0:
+            notes.append(note("No notice covers this.", f"w-{i}"))
+    batch = Batch.of([QueryLogEvent(event_id=f"e-{i}", timestamp=at, question="q")
+                      for i in range(len(notes))], "file")  # fmt: skip
+    batch.annotations[:] = notes
+    stage.process(batch)
+    assert len(stage.missed_refusals) == WORDINGS_KEPT
+    assert stage.missed_refusals["No notice covers this."] == 6
+    assert stage.missed_refusals["Seen twice."] == 2
+    assert set(stage.missed_askers) == set(stage.missed_refusals)
+    assert shown_wordings(stage.missed_shown()) == [{"text": "No notice covers this.", "seen": 6}]
+    # the order (which one-off is oldest) survives a state round trip: a replay in two parts
+    # with --state drops the same wordings as one replay
+    restored = AnnotationTotals()
+    restored.restore(json.loads(json.dumps(stage.state_snapshot())))
+    assert list(restored.missed_refusals.items()) == list(stage.missed_refusals.items())
+    assert restored.missed_askers == stage.missed_askers
