@@ -5,6 +5,7 @@ refusal detector (:mod:`service.refusals.detector`) and to the out-of-scope dete
 from __future__ import annotations
 
 from collections.abc import Sequence
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,8 +47,9 @@ class RefusalStage(StatelessStage):
     text the detector does not read as one gets ``annotations[i]["missed_text"]``: its
     wording (:func:`~service.refusals.recall.missed_wording`), which the totals count so the
     report can name the app's wordings the patterns lack (trial 40), and
-    ``annotations[i]["missed_to"]``: its asker (``user.id`` as the PII stage left it, else
-    ``"event <event_id>"``), so a wording is named only once said to several askers (a
+    ``annotations[i]["missed_to"]``: its asker, as a 16-hex-digit BLAKE2b digest of ``user.id``
+    as the PII stage left it (else of the event's id: its own asker), which the totals keep
+    instead of the id, so a wording is named only once said to several askers (a
     refusal addressing its asker by a name the scrubber keeps is said to one).
     """
 
@@ -75,9 +77,11 @@ class RefusalStage(StatelessStage):
             batch.annotations[i]["text_refused"] = verdict
             if keep and not verdict and parsed[i][2] is True:  # a flagged refusal missed
                 batch.annotations[i]["missed_text"] = missed_wording(parsed[i][1] or "")
-                event = batch.events[i]  # who it was said to (the id as the PII stage left it)
+                event = batch.events[i]  # who it was said to: a digest, never the id itself
                 user = event.user.id if event.user is not None else None
-                batch.annotations[i]["missed_to"] = user or f"event {event.event_id}"
+                asker = f"user {user}" if user else f"event {event.event_id}"
+                batch.annotations[i]["missed_to"] = blake2b(asker.encode(),
+                                                            digest_size=8).hexdigest()  # fmt: skip
 
 
 class ScopeStage(StatelessStage):

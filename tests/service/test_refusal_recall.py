@@ -12,14 +12,19 @@ from typing import Any
 
 import pytest
 
-from service.events import QueryLogEvent
+from service.events import Answer, QueryLogEvent, User
 from service.html import render_replay_html
 from service.html.status import moved_section
 from service.jobs.replay import render_text, run_replay
 from service.pipeline import Batch
 from service.pipeline.totals import AnnotationTotals
 from service.quality.by_language import flag_agreement_rows
-from service.refusals.detector import _PATTERNS_CAVEAT, patterns_caveat, refusal_rate_method
+from service.refusals.detector import (
+    _PATTERNS_CAVEAT,
+    RefusalDetector,
+    patterns_caveat,
+    refusal_rate_method,
+)
 from service.refusals.recall import (
     FIX,
     INHERITED,
@@ -31,6 +36,7 @@ from service.refusals.recall import (
     shown_wordings,
     text_recall,
 )
+from service.refusals.stage import RefusalStage
 from service.settings import load_settings
 
 #: Trial 40's English figures: against the flag 737 of 1,083 flagged refusals read as
@@ -113,7 +119,7 @@ def test_totals_kept_before_the_per_language_counts_say_every_refusal_read() -> 
     the 1592 answers": the per-language sum beside the whole count. The sentence gives the
     490 the patterns read in all (``read_refused``, the report's refusals_by_patterns)."""
     out = text_recall(TRIAL, {"en": (92, 30)}, 1592, 4000, 1646, read_refused=490)
-    text = (out or {}).get("text") or ""
+    text = (out["text"] if out is not None else None) or ""
     assert "the 490 refusals they read in the 1592 answers without answer.refused" in text
 
 
@@ -400,3 +406,18 @@ def test_a_template_missed_after_the_table_is_full_is_still_counted() -> None:
     restored.restore(json.loads(json.dumps(stage.state_snapshot())))
     assert list(restored.missed_refusals.items()) == list(stage.missed_refusals.items())
     assert restored.missed_askers == stage.missed_askers
+
+
+def test_the_totals_keep_a_digest_of_the_asker_not_the_id() -> None:
+    """Review of session 40: the askers kept per missed wording (to name only wordings said
+    to 5 of them) are 16-hex-digit digests, never ``user.id`` itself, so the state file gains
+    no id; two events of one asker give one digest, of two askers two."""
+    at = datetime(2026, 11, 29, tzinfo=UTC)
+    events = [QueryLogEvent(event_id=f"e-{i}", timestamp=at, question="q", user=User(id=who),
+                            answer=Answer(text="No notice covers this.", refused=True))
+              for i, who in enumerate(["u-7", "u-7", "u-8"])]  # fmt: skip
+    batch = Batch.of(events, "file")
+    RefusalStage(RefusalDetector(), keep_missed=True).process(batch)
+    askers = [notes["missed_to"] for notes in batch.annotations]
+    assert askers[0] == askers[1] != askers[2]
+    assert all(len(a) == 16 and "u-" not in a for a in askers)
