@@ -128,7 +128,11 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
             rows,
         )
     )
-    parts.append(para(f"Refused answers: {analytics['refusals']['method']}."))
+    recall = analytics["refusals"].get("text_recall") or {}
+    lower = " (a lower bound)" if recall.get("lower_bound") else ""
+    parts.append(para(f"Refused answers{lower}: {analytics['refusals']['method']}."))
+    if recall.get("lower_bound"):  # the text reader measured to miss refusals
+        parts.append(para(recall["text"][0].upper() + recall["text"][1:] + ".", "warn"))
     parts += _by_language(analytics)
     parts.append(_both_directions(analytics))
     return section("refusals", "Refusals", *parts)
@@ -234,10 +238,18 @@ def _operating_point_cell(quality: Mapping[str, Any] | None) -> str | None:
 def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     refusals, scope = analytics["refusals"], analytics["out_of_scope"]
     rows: list[list[object]]
+    recall = refusals.get("text_recall") or {}
+    refused: list[list[object]] = [["refused", refusals["refused"]]]
+    if recall.get("lower_bound"):  # detected refusals: a lower bound (text_recall)
+        refused = [["refused (detected: a lower bound)", refusals["refused"]]]
+        if estimate := recall.get("estimate"):
+            refused.append(["refused, ESTIMATED (not a count; 95 % jointly)",
+                            f"{estimate['refused']:.0f} ({estimate['low']:.0f} … "
+                            f"{estimate['high']:.0f})"])  # fmt: skip
     if scope.get("off"):  # a detector that is off has no counts, not zeros
         rows = [
             ["answers seen", refusals["answers"]],
-            ["refused", refusals["refused"]],
+            *refused,
             ["out-of-scope, over- and under-refusals", f"off: {scope['off']}"],
         ]
         note = para("Over- and under-refusals are judged with the out-of-scope detector, "
@@ -247,7 +259,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     mark = " (uncalibrated)" if why else ""
     rows = [
         ["answers seen", refusals["answers"]],
-        ["refused", refusals["refused"]],
+        *refused,
         ["questions scored for scope", scope["scored"]],
         [f"judged out of scope{mark}", scope["out_of_scope"]],
     ]

@@ -136,10 +136,15 @@ def moved_section(
         rows.append([_link("drift", "drift"), moved])
         refusals = analytics.get("refusals") or {}
         state = ((drift.get("refusal") or {}).get("state")) or "–"
+        recall = refusals.get("text_recall") or {}
         rows.append([_link("refusals", "refusals"),
-                     f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
-                     f"refused; {refusals.get('method', 'no answers yet')}; "
-                     f"refusal drift: {state}"
+                     ("at least " if recall.get("lower_bound") else "")
+                     + f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
+                     "refused"
+                     + (f" ({lower_bound_brief(refusals)})" if recall.get("lower_bound")
+                        else "")
+                     + f"; {refusals.get('method', 'no answers yet')}; "
+                     + f"refusal drift: {state}"
                      + (f"; by language: {rate_text(refusals['by_language'])}"
                         if refusals.get("by_language") else "")
                      + (f"; {refusals['against_flag_text']}"
@@ -199,6 +204,38 @@ def _what_moved(test: Mapping[str, Any], silenced: Mapping[str, str] | None = No
     if "rate_current" in test:
         return rate_move(test)
     return category_moves(test, silenced)
+
+
+def lower_bound_brief(refusals: Mapping[str, Any]) -> str:
+    """The refusal count's lower bound in a few words, for the status page's ``What moved``
+    row (the whole sentence, :func:`~service.refusals.recall.text_recall`'s ``text``, is in
+    the refusals section it links to: beside the method sentence it made a 1,000-character
+    row). ``refusals``: the analytics' refusal counts, with ``text_recall`` saying a lower
+    bound and ``against_flag`` the measured recall per language.
+
+    >>> print(lower_bound_brief({"against_flag": [{"language": "en", "recall": 0.681}],
+    ...     "text_recall": {"below": ["en"], "missed": [{"text": "Not covered.", "seen": 9}],
+    ...                     "estimate": {"rate": 0.469, "rate_low": 0.435, "rate_high": 0.507}}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    a lower bound: the text reader read only 68% of the refusals answer.refused flags in en;
+    ESTIMATE, not a count: 46.9% [43.5%, 50.7%]; to count them, set answer.refused on every
+    refusal or add "Not covered." to analytics.refusal_patterns
+    """
+    recall = refusals["text_recall"]
+    rows = {row["language"]: row for row in refusals.get("against_flag") or []}
+    read = [f"{rows[lang]['recall']:.0%} in {lang}" for lang in recall["below"] if lang in rows]
+    text = "a lower bound: the text reader read only " + (
+        read[0].replace(" in ", " of the refusals answer.refused flags in ", 1)
+        + "".join(f", {part}" for part in read[1:])
+        if read else "part of the refusals answer.refused flags"
+    )  # fmt: skip
+    if estimate := recall.get("estimate"):
+        text += (f"; ESTIMATE, not a count: {estimate['rate']:.1%} [{estimate['rate_low']:.1%}"
+                 f", {estimate['rate_high']:.1%}]")  # fmt: skip
+    missed = recall.get("missed") or []
+    wording = f'"{missed[0]["text"]}"' if missed else "the app's refusal wordings"
+    return (f"{text}; to count them, set answer.refused on every refusal or add {wording} to "
+            "analytics.refusal_patterns")  # fmt: skip
 
 
 def _link(anchor: str, label: str) -> Markup:

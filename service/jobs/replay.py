@@ -98,6 +98,7 @@ from service.quality.by_group import LIVE_VS_GOLD, group_text_lines, paired_by_q
 from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
+from service.refusals.recall import INHERITED
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_by_language_text,
@@ -520,9 +521,14 @@ def render_text(doc: ReplayReport) -> str:
         analytics.get("topic_no_gold_rows_covered_now"),
     ):
         lines.append(f"  {no_topic}")
+    recall: Mapping[str, Any] = refusals.get("text_recall") or {}
     if refusals["rate"] is not None:
-        lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
-                     f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip
+        lower = recall.get("lower_bound")  # the text reader misses refusals (measured)
+        lines.append(f"refusals: {'at least ' if lower else ''}{refusals['refused']}/"
+                     f"{refusals['answers']} ({refusals['rate']:.1%}"
+                     f"{', a lower bound' if lower else ''}; {refusals['method']})")  # fmt: skip
+        if lower:
+            lines.append(f"  {recall['text']}")
         lines += refusal_language_lines(refusals, analytics.get("quality_min_class", 10))
     else:
         lines.append("refusals: none (no answers in this log)")
@@ -550,6 +556,8 @@ def render_text(doc: ReplayReport) -> str:
             f"under-refusals {scope['under_refusals']}"
         )
         counts += under_refusals_explained_text(scope)
+        if recall.get("lower_bound"):  # over- and under-refusals inherit the missed refusals
+            counts += f"; over- and under-refusals {INHERITED}"
         quality = quality_text(scope.get("quality"), "out_of_scope")
         if scope.get("uncalibrated"):
             why = str(scope["uncalibrated"])
@@ -685,7 +693,7 @@ def render_text(doc: ReplayReport) -> str:
                        if drift.get(alarm["dimension"], {}).get("categories_are")
                        else "")  # fmt: skip
             lines.append(f"  DRIFT  {where}{nearest}: {_categorical_moves(alarm, silenced)}")
-    lines += quality_lines(doc.get("quality"), over)
+    lines += quality_lines(doc.get("quality"), over, bool(recall.get("lower_bound")))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 
 
@@ -856,8 +864,9 @@ def _cite_known(explained: str, scope: Mapping[str, Any], known: Mapping[str, An
 
 
 def quality_lines(
-    quality: dict[str, Any] | None, over: Mapping[str, Any] | None = None
-) -> list[str]:
+    quality: dict[str, Any] | None, over: Mapping[str, Any] | None = None,
+    refusals_lower: bool = False,
+) -> list[str]:  # fmt: skip
     """The live-quality block of the text report, from
     :meth:`~service.quality.stage.LiveQualityStage.report`'s dict (empty without one), with
     production's quality over time under the retrievers' lines when ``over`` (the series'
@@ -873,7 +882,9 @@ def quality_lines(
     cited in an answer) and retrieval violations per retriever and role label (a role some
     ACL names, ``other`` for the rest, ``unknown`` without a role), as events (passages). A
     known question is unanswerable *for its asker* when it has no gold passage or none the
-    asker's role may read (:mod:`service.quality.stage`).
+    asker's role may read (:mod:`service.quality.stage`). ``refusals_lower``: the refusals
+    detected are a lower bound (:func:`~service.refusals.recall.text_recall`), which the
+    refusals of known questions inherit, and say.
     """
     if not quality:
         return []
@@ -921,7 +932,7 @@ def quality_lines(
             f"{refusals['known_answerable']} answerable refused, "
             f"{refusals['answered_unanswerable']} of {refusals['known_unanswerable']} "
             "unanswerable for their asker answered (no gold passage, or none the asker's "
-            "role may read)"
+            "role may read)" + (f"; {INHERITED}" if refusals_lower else "")
         )
     note = rejected_note(quality.get("near_matches_rejected"))
     lines += [f"  {note}"] if note else []

@@ -56,7 +56,20 @@ Counting rules (one per event, from the annotations the analytics stages left):
   ``flag_checked`` (those answers), ``flag_refused`` (the flag says refused),
   ``text_refused`` (the text reads as a refusal) and ``both_refused`` (both): the patterns'
   precision and recall against the producer's flag (totals kept before session 38 start
-  them empty).
+  them empty); and ``text_answers`` / ``text_refusals`` (same label): the answers the text
+  reader decided (``refused_by`` ``"patterns"``: no ``answer.refused``) and of those the
+  refused ones, what that measured recall is applied to when it is low
+  (:func:`~service.refusals.recall.text_recall`; totals kept before session 40 start them
+  empty, and then no estimate is made).
+* ``missed_refusals`` (kept by :class:`AnnotationTotals` only): how often each wording of a
+  flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
+  :class:`~service.refusals.stage.RefusalStage`), at most
+  :data:`~service.refusals.recall.WORDINGS_KEPT` distinct wordings (a new one past that takes
+  the place of the oldest seen only once, or is not kept when every one was seen twice), and
+  ``missed_askers``: the first distinct askers of each (``missed_to``, at most
+  :data:`~service.refusals.recall.WORDING_MIN_SEEN`); the report names the most frequent of
+  those said to that many askers (:meth:`AnnotationTotals.missed_shown`,
+  :func:`~service.refusals.recall.text_recall`).
 
 :func:`count_annotations` is the one place these rules are written; the telemetry counts
 the same way through it.
@@ -71,13 +84,14 @@ from typing import Any
 from service.language.gold import judged_language
 from service.language.tags import language_key
 from service.pipeline import Batch
+from service.refusals.recall import WORDING_MIN_SEEN, WORDINGS_KEPT
 
 __all__ = ["FLAGS", "AnnotationTotals", "count_annotations", "unstable_counts"]
 
 #: The per-language counts :class:`AnnotationTotals` keeps.
 BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows", "answers",
                "refusals", "flag_checked", "flag_refused", "text_refused",
-               "both_refused")  # fmt: skip
+               "both_refused", "text_answers", "text_refusals")  # fmt: skip
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -218,6 +232,10 @@ class AnnotationTotals:
         self.pii: Counter[str] = Counter()
         #: ``{kind: {language: n}}`` for each kind of :data:`BY_LANGUAGE`
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
+        #: ``{wording: times seen}`` of the flagged refusals the text reader missed
+        self.missed_refusals: Counter[str] = Counter()
+        #: ``{wording: [asker, …]}``: its first distinct askers, at most WORDING_MIN_SEEN
+        self.missed_askers: dict[str, list[str]] = {}
         #: the out-of-scope detector counting now (``None``: none named)
         self.detector: str | None = None
         #: ``[{"detector": name, "from_scored": scope_scored total when it began}]``
@@ -266,18 +284,32 @@ class AnnotationTotals:
         checked, flag_refused = self.by_language["flag_checked"], self.by_language["flag_refused"]
         text_refused, both_refused = (self.by_language["text_refused"],
                                       self.by_language["both_refused"])  # fmt: skip
+        read, read_refused = self.by_language["text_answers"], self.by_language["text_refusals"]
         for notes in batch.annotations:
             verdict = notes.get("refused")
             if verdict is not None:  # per language label (language_of)
                 label = str(notes.get("language") or "und")
                 answered[label] += 1
                 refused[label] += verdict is True
+                if notes.get("refused_by") == "patterns":  # the text reader decided
+                    read[label] += 1
+                    read_refused[label] += verdict is True
                 text_verdict = notes.get("text_refused")
                 if text_verdict is not None:  # the flag decided; the text read too
                     checked[label] += 1
                     flag_refused[label] += verdict is True
                     text_refused[label] += text_verdict is True
                     both_refused[label] += verdict is True and text_verdict is True
+                    if (wording := notes.get("missed_text")) is not None:
+                        missed = self.missed_refusals
+                        if wording not in missed and len(missed) >= WORDINGS_KEPT:
+                            self._make_room()
+                        if wording in missed or len(missed) < WORDINGS_KEPT:
+                            missed[wording] += 1
+                            askers = self.missed_askers.setdefault(wording, [])
+                            asker = str(notes.get("missed_to"))
+                            if len(askers) < WORDING_MIN_SEEN and asker not in askers:
+                                askers.append(asker)
             get = notes.get
             is_off, unjudged = get("off_corpus") is True, get("off_corpus_judged") is False
             lacking = get("scope_unjudged_language") is True
@@ -302,6 +334,9 @@ class AnnotationTotals:
                 "by_language": {k: {lang: n for lang, n in v.items() if n}
                                 for k, v in self.by_language.items()},
                 "counted_under": [dict(row) for row in self.counted_under],
+                **({"missed_refusals": dict(self.missed_refusals),
+                    "missed_askers": {k: list(v) for k, v in self.missed_askers.items()}}
+                   if self.missed_refusals else {}),
                 **({} if self.unstable_since is None
                    else {"unstable_since": dict(self.unstable_since)})}  # fmt: skip
 
@@ -326,6 +361,10 @@ class AnnotationTotals:
         self.by_language = {k: Counter({str(lang): int(n)
                                         for lang, n in by_language.get(k, {}).items()})
                             for k in BY_LANGUAGE}  # fmt: skip
+        self.missed_refusals = Counter({str(text): int(n) for text, n
+                                        in state.get("missed_refusals", {}).items()})  # fmt: skip
+        self.missed_askers = {str(text): [str(a) for a in askers] for text, askers
+                              in state.get("missed_askers", {}).items()}  # fmt: skip
         self.counted_under = [{"detector": str(row["detector"]),
                                "from_scored": int(row["from_scored"])}
                               for row in state.get("counted_under", [])]  # fmt: skip
@@ -337,3 +376,22 @@ class AnnotationTotals:
             **{key: int(since[key]) for key in SINCE_TOTALS},
             "from_time": None if since.get("from_time") is None else str(since["from_time"]),
         }  # fmt: skip
+
+    def _make_room(self) -> None:
+        """Drop the oldest missed wording seen only once, if any, so a new one is kept: free-text
+        refusals, each seen once, would otherwise fill the table for good and keep a template
+        that comes later from ever being counted (the report would name an earlier, rarer
+        wording as the one missed most often). Counts of the wordings kept stay exact; one
+        dropped and seen again starts again at 1 (a count never overstated)."""
+        oldest = next((text for text, n in self.missed_refusals.items() if n == 1), None)
+        if oldest is not None:
+            del self.missed_refusals[oldest]
+            self.missed_askers.pop(oldest, None)
+
+    def missed_shown(self) -> Counter[str]:
+        """The missed wordings that may be named: said to at least
+        :data:`~service.refusals.recall.WORDING_MIN_SEEN` distinct askers (``missed_to``), so a
+        refusal that addresses one asker by name, however often, is not (``{wording: times
+        seen}``; :func:`~service.refusals.recall.shown_wordings` ranks and cuts them)."""
+        return Counter({text: n for text, n in self.missed_refusals.items()
+                        if len(self.missed_askers.get(text, ())) >= WORDING_MIN_SEEN})  # fmt: skip

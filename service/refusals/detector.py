@@ -79,7 +79,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 # the stdlib's own regex parser (3.11+); typeshed declares no private modules of ``re``
@@ -335,6 +335,51 @@ _PATTERNS_CAVEAT = (
 )
 
 
+#: The phrase patterns' figures on NoMIRACL and the rules every reading of them shares: said
+#: after this traffic's own measurement when there is one (:func:`patterns_caveat`).
+_PATTERNS_ELSEWHERE = (
+    "precision 0.99, recall 1.00 on NoMIRACL's LLM replies to English and Hindi questions "
+    "(the replies mostly English); a reply with no answer in it (empty, "
+    '"Unable to generate response.", an error message such as "Internal server error") '
+    "counts as a refusal; set answer.refused for exact counts"
+)
+
+
+def patterns_caveat(against: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The phrase patterns' caveat in the method sentence: measured against
+    ``answer.refused`` on this traffic when some answers set it and have a text (``against``:
+    :func:`~service.quality.by_language.flag_agreement_rows`, whose ``few`` rows have too few
+    flagged refusals to measure recall), else :data:`_PATTERNS_CAVEAT` ("not measured on this
+    traffic"). Never "not measured" beside a measurement (trial 40, MEDIUM 2).
+
+    >>> print(patterns_caveat([{"language": "en", "flagged": 1083, "both": 737,
+    ...     "recall": 0.68052, "recall_low": 0.6522, "recall_high": 0.7076, "detected": 737,
+    ...     "precision": 1.0, "few": False}, {"language": "hi-Latn", "flagged": 1, "both": 0,
+    ...     "recall": 0.0, "detected": 0, "precision": None, "few": True}]))
+    ... # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+    phrase patterns measured against answer.refused on this traffic (against_flag): en recall
+    737/1083 0.681 [0.652, 0.708], precision 1.000; too few flagged refusals to measure
+    recall in hi-Latn; not measured in any other language; precision 0.99, recall 1.00 on
+    NoMIRACL's ...
+    """
+    if not against:
+        return _PATTERNS_CAVEAT
+    measured = [
+        f"{row['language']} recall {row['both']}/{row['flagged']} {row['recall']:.3f} "
+        f"[{row['recall_low']:.3f}, {row['recall_high']:.3f}], precision "
+        + ("none read as refusals" if row.get("precision") is None
+           else f"{row['precision']:.3f}")
+        for row in against if not row.get("few")
+    ]  # fmt: skip
+    few = [str(row["language"]) for row in against if row.get("few")]
+    parts = ["; ".join(measured)] if measured else []
+    if few:
+        parts.append(f"too few flagged refusals to measure recall in {', '.join(few)}")
+    return ("phrase patterns measured against answer.refused on this traffic (against_flag): "
+            f"{'; '.join(parts)}; not measured in any other language; "
+            f"{_PATTERNS_ELSEWHERE}")  # fmt: skip
+
+
 #: What reads an answer's text when the event does not set ``answer.refused``
 #: (:func:`text_reader`): the phrase patterns alone, a :class:`RefusalModel` (``combine=
 #: "model"``: the patterns then decide nothing) or either of them (``combine="any"``).
@@ -383,7 +428,8 @@ def _model_caveat(reader: Reader, measured: Sequence[str]) -> str:
 def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = None,
                         refused_by: tuple[int, int] | None = None,
                         refused: int | None = None, reader: Reader = "patterns",
-                        measured: Sequence[str] = ()) -> str:  # fmt: skip
+                        measured: Sequence[str] = (),
+                        against: Sequence[Mapping[str, Any]] = ()) -> str:  # fmt: skip
     """How this run's refusals were decided, with both counts, for the replay text and HTML,
     the status page and ``GET /v1/refusals``: ``by_flag`` answers by the event's own
     ``answer.refused`` (exact), ``by_patterns`` by the answer text's ``reader``
@@ -398,7 +444,9 @@ def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = No
     sources that decided it; ``refused`` (the total) above their sum adds how many refusals
     were counted before that split was kept. The counts are the annotation totals since the
     first start; ``reader`` is the running detector's (a reader changed across restarts is
-    not told apart).
+    not told apart). ``against`` (:func:`~service.quality.by_language.flag_agreement_rows`):
+    the patterns measured against ``answer.refused`` on this traffic, stated in their caveat
+    instead of "not measured on this traffic" (:func:`patterns_caveat`).
 
     >>> refusal_rate_method(4000, 0)
     'answer.refused decided all 4000 answers'
@@ -425,7 +473,10 @@ def refusal_rate_method(by_flag: int, by_patterns: int, answers: int | None = No
     if by_patterns == 0:
         return f"answer.refused decided all {by_flag} answers{flag_refused}{before}"
     name = READER_NAMES[reader]
-    caveat = _PATTERNS_CAVEAT if reader == "patterns" else _model_caveat(reader, measured)
+    if reader == "patterns":
+        caveat = patterns_caveat(against)
+    else:
+        caveat = _model_caveat(reader, measured)
     if by_flag == 0:
         return (f"{name} decided all {by_patterns} answers{patterns_refused} "
                 f"({caveat}){before}")  # fmt: skip

@@ -5,6 +5,7 @@ refusal detector (:mod:`service.refusals.detector`) and to the out-of-scope dete
 from __future__ import annotations
 
 from collections.abc import Sequence
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from service.language.gold import judged_language, lacks_gold
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.refusals.detector import RefusalDetector, answer_text
+from service.refusals.recall import missed_wording
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
@@ -40,13 +42,22 @@ class RefusalStage(StatelessStage):
     has a non-blank text gets ``annotations[i]["text_refused"]`` too: what the detector reads
     in its text (the same batched call), so the totals can measure the patterns against the
     producer's own flag per language (trial 23: German refusals the patterns missed while
-    the reports quoted NoMIRACL's English figures); it changes no verdict.
+    the reports quoted NoMIRACL's English figures); it changes no verdict. With
+    ``keep_missed`` (the PII stage runs first, so texts are scrubbed), a flagged refusal whose
+    text the detector does not read as one gets ``annotations[i]["missed_text"]``: its
+    wording (:func:`~service.refusals.recall.missed_wording`), which the totals count so the
+    report can name the app's wordings the patterns lack (trial 40), and
+    ``annotations[i]["missed_to"]``: its asker, as a 16-hex-digit BLAKE2b digest of ``user.id``
+    as the PII stage left it (else of the event's id: its own asker), which the totals keep
+    instead of the id, so a wording is named only once said to several askers (a
+    refusal addressing its asker by a name the scrubber keeps is said to one).
     """
 
     name = "refusal"
 
-    def __init__(self, detector: RefusalDetector | None = None) -> None:
+    def __init__(self, detector: RefusalDetector | None = None, keep_missed: bool = False) -> None:
         self.detector = detector or RefusalDetector()
+        self.keep_missed = keep_missed
 
     def process(self, batch: Batch) -> None:
         parsed = [answer_text(event) for event in batch.events]
@@ -61,8 +72,16 @@ class RefusalStage(StatelessStage):
         for i, verdict in zip(todo, verdicts, strict=False):
             batch.annotations[i]["refused"] = verdict
             batch.annotations[i]["refused_by"] = "patterns"
+        keep = self.keep_missed
         for i, verdict in zip(checked, verdicts[len(todo) :], strict=True):
             batch.annotations[i]["text_refused"] = verdict
+            if keep and not verdict and parsed[i][2] is True:  # a flagged refusal missed
+                batch.annotations[i]["missed_text"] = missed_wording(parsed[i][1] or "")
+                event = batch.events[i]  # who it was said to: a digest, never the id itself
+                user = event.user.id if event.user is not None else None
+                asker = f"user {user}" if user else f"event {event.event_id}"
+                batch.annotations[i]["missed_to"] = blake2b(asker.encode(),
+                                                            digest_size=8).hexdigest()  # fmt: skip
 
 
 class ScopeStage(StatelessStage):

@@ -727,7 +727,9 @@ def build_analytics(
         no_novelty = config.topics.model_copy(update={"novelty_percentile": 0.0})
         model = _memo_topics(memo, embedder, gold, corpus.passages, no_novelty, False,
                              previous_topics)  # fmt: skip
-    stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns)))
+    # the flagged refusals' wordings the patterns miss are kept only when scrubbed (pii)
+    stages.append(RefusalStage(RefusalDetector(extra_patterns=config.refusal_patterns),
+                               keep_missed=config.pii))  # fmt: skip
     scope_stage, calibration, scope_quality = _scope_stage(config, gold, corpus, embedder,
                                                            memo=memo)  # fmt: skip
     if scope_stage is not None:

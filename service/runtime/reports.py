@@ -28,6 +28,7 @@ from service.pipeline.totals import AnnotationTotals, unstable_counts
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
 from service.refusals.detector import READER_NAMES, Reader, refusal_rate_method, text_reader
+from service.refusals.recall import INHERITED, TextRecall, text_recall
 from service.refusals.scope import SHARE_COUNTS, describe, unstable_text
 from service.refusals.stage import RefusalStage
 from service.runtime.analytics import (
@@ -72,7 +73,12 @@ class RefusalCounts(TypedDict):
     against the producer's own ``answer.refused`` on the answers that set it and have a text,
     per language (:func:`~service.quality.by_language.flag_agreement_rows`; ``[]`` when no
     answer sets it) and ``against_flag_text`` the sentence (``None`` without rows): where the
-    patterns decide the other answers, this is how far to trust them in each language."""
+    patterns decide the other answers, this is how far to trust them in each language.
+    ``text_recall`` (present when the text reader decided some answers and some language has
+    a measured recall against the flag): :func:`~service.refusals.recall.text_recall` —
+    whether the reader-judged refusals are a lower bound (recall's upper bound below 0.95),
+    with an estimate of the true count labelled as one; ``refused`` and ``rate`` stay the
+    refusals detected."""
 
     answers: int
     refused: int
@@ -87,6 +93,7 @@ class RefusalCounts(TypedDict):
     against_flag: list[dict[str, Any]]
     against_flag_text: str | None
     known_over_refusal: NotRequired[dict[str, Any]]
+    text_recall: NotRequired[TextRecall]
 
 
 class OutOfScopeReport(TypedDict):
@@ -406,7 +413,7 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                      "method": refusal_rate_method(
                          flags["answers_by_flag"], flags["answers_by_patterns"], answers,
                          (flags["refusals_by_flag"], flags["refusals_by_patterns"]), refused,
-                         reader, [row["language"] for row in agreement],
+                         reader, [row["language"] for row in agreement], agreement,
                      ),
                      "by_language": rate_rows(
                          {lang: (totals.by_language["refusals"][lang], n)
@@ -447,12 +454,23 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         "pii_scrubbed": {t: totals.pii[t] for t in PII_TYPES},
         "drift": drift.report(detectable=True),
     }  # fmt: skip
+    recall = text_recall(
+        agreement,
+        {lang: (n, by_language["text_refusals"][lang])
+         for lang, n in by_language["text_answers"].items()},
+        flags["answers_by_patterns"], answers, refused,
+        "the phrase patterns" if reader == "patterns" else READER_NAMES[reader],
+        missed=totals.missed_shown(), read_refused=flags["refusals_by_patterns"])  # fmt: skip
+    if recall is not None:  # the text reader decided answers and was measured on this traffic
+        report["refusals"]["text_recall"] = recall
     if live.quality is not None:
         report["out_of_scope"]["gold_set_versions"] = live.quality.gold_set_versions()
         figure = live.quality.known_refusal()
         known = report["drift"].get("known_refusal")
+        inherited = f" ({INHERITED})" if recall is not None and recall["lower_bound"] else ""
+        text = known_refusal_text(figure, known)
         report["refusals"]["known_over_refusal"] = {
-            **figure, "text": known_refusal_text(figure, known),
+            **figure, "text": text + inherited if text else text,
             "brief": known_refusal_text(figure, known, brief=True)}  # fmt: skip
     if support is not None:  # the embedding detector's off-corpus rule
         scope = report["out_of_scope"]

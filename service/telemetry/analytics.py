@@ -88,7 +88,10 @@ class AnalyticsMetrics:
                                                          left-out language a question reads
                                                          as (narrowed candidates only)
     goldwatch_answers_total                      counter (events with an answer)
-    goldwatch_refusals_total                     counter (answers that refused)
+    goldwatch_refusals_total                     counter (answers detected as refusals:
+                                                         answer.refused, else the text
+                                                         reader; a lower bound where the
+                                                         reader misses refusals)
     goldwatch_answers_by_language_total          counter language (allow-list + other)
     goldwatch_refusals_by_language_total         counter language (allow-list + other)
     goldwatch_scope_scored_total                 counter (questions with a scope score)
@@ -478,23 +481,32 @@ def build_analytics_metrics(
             "topic shares are of the questions given one.", ["language"],
         ),
         answers=counter("answers", "Events that carried an answer."),
-        refusals=counter("refusals", "Answers that declined to answer."),
+        refusals=counter(
+            "refusals", "Answers detected as refusals: answer.refused when the event sets "
+            "it, else the answer text's reader (the phrase patterns, or a refusal model). "
+            "Detected only: where the reader misses refusals worded otherwise this is a lower "
+            "bound; /v1/refusals text_recall says when it is measured to be, with an "
+            "estimate.",
+        ),
         answers_by_language=counter(
             "answers_by_language", "Events that carried an answer, by the question's detected "
             "language (the refusal rate per language: refusals_by_language over this).",
             ["language"],
         ),
         refusals_by_language=counter(
-            "refusals_by_language", "Answers that declined to answer, by the question's "
-            "detected language.", ["language"],
+            "refusals_by_language", "Answers detected as refusals (as refusals_total: a "
+            "lower bound where the text reader misses refusals), by the question's detected "
+            "language.", ["language"],
         ),
         scope_scored=counter("scope_scored", "Questions given an out-of-scope score."),
         out_of_scope=counter(
             "out_of_scope", "Questions judged out of scope (every verdict; the out_of_scope "
             "drift windows, goldwatch_drift_rate_ratio, count only the stable ones)."
         ),
-        over_refusals=counter("over_refusals", "Refusals of questions judged in scope."),
-        under_refusals=counter("under_refusals", "Answers to questions judged out of scope."),
+        over_refusals=counter("over_refusals", "Refusals (detected, as refusals_total) of "
+                              "questions judged in scope."),
+        under_refusals=counter("under_refusals", "Answers (not detected as refusals) to "
+                               "questions judged out of scope."),
         gold_share=gauge(
             "gold_share_ratio", "The gold set's share of a category.", ["dimension", "category"]
         ),
@@ -517,7 +529,9 @@ def build_analytics_metrics(
         ),
         drift_rate=gauge(
             "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "
-            "the window it is compared with. out_of_scope's windows count only the stable "
+            "the window it is compared with. The refusal rate counts detected refusals (as "
+            "goldwatch_refusals_total: a lower bound where the text reader misses refusals). "
+            "out_of_scope's windows count only the stable "
             "verdicts (those the off-corpus cutoff's range does not move), not every verdict "
             "as goldwatch_out_of_scope_total / goldwatch_scope_scored_total does.",
             ["dimension", "window"],

@@ -338,8 +338,9 @@ def build_shadow_metrics(
         known_recall=summary("known_recall", "Live recall@k on known (gold) questions "
                              "(each against the gold set loaded when it was asked; goes on "
                              "across gold-set reloads).", ["retriever"]),
-        known_refusals=counter("known_refusals", "Live refusals of answerable gold questions "
-                               "and answers to unanswerable ones.", ["kind"]),
+        known_refusals=counter("known_refusals", "Live refusals (detected, as "
+                               "refusals_total) of answerable gold questions and answers to "
+                               "unanswerable ones.", ["kind"]),
         acl_violations=counter("acl_violations", "Events whose results hold a passage the "
                                "asker's role may not read.", ["retriever", "role"]),
         acl_leaks=counter("acl_leaks", "Answers that cited a passage the asker's role may "

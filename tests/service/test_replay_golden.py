@@ -797,6 +797,18 @@ same reasons, 149 priorities differing from that side's: 91 moved by uncov alone
 topicgate's side kept a sub-floor document gap from out-of-scope questions (5.056 → 5.0:
 uncov's rule applied to topicgate's set), the order following them; the 20k report and
 digest as its comment says.
+The demo's rewritten in the fortieth session (s40-refusal; trial 40 MEDIUM 2: the method
+sentence said "phrase patterns not measured on this traffic" beside a measured recall of
+0.681) for one changed sentence and one added key, nothing else (field-for-field diff
+against the former file): ``analytics.refusals.method`` now states the patterns' measurement
+against ``answer.refused`` on the demo's own traffic ("en recall 34/34 1.000 [0.898, 1.000],
+precision 1.000; hi-Latn recall 25/25 1.000 [0.867, 1.000], precision 1.000; too few flagged
+refusals to measure recall in hi; not measured in any other language", then NoMIRACL's
+figures), and ``analytics.refusals.text_recall`` is added (``lower_bound`` false: no
+language's recall has its upper bound below 0.95; no estimate, no missed wordings, no
+text). The refusal counts
+and every other field are unchanged. The production-shaped and 20k logs set no
+``answer.refused``: nothing measured, their files unchanged.
 """
 
 from __future__ import annotations

@@ -470,13 +470,15 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
     assert (refusals["answers"], refusals["refused"]) == (5, 3)
     assert (refusals["by_flag"], refusals["by_patterns"]) == (3, 2)
     assert (refusals["refused_by_flag"], refusals["refused_by_patterns"]) == (2, 1)
+    # (session 40: the three flagged answers with a text measure the patterns against the
+    # flag, too few flagged refusals for a recall: said so, not "not measured on this traffic")
     assert (
         "refusals: 3/5 (60.0%; answer.refused decided 3 answers (2 refused), phrase patterns 2 "
-        "(1 refused) (phrase "
-        "patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
-        "LLM replies to English and Hindi questions (the replies mostly English); not "
-        "measured on replies in any other language; a reply with no answer in it (empty, "
-        '"Unable to generate response.", an '
+        "(1 refused) (phrase patterns measured against answer.refused on this traffic "
+        "(against_flag): too few flagged refusals to measure recall in en; not measured in "
+        "any other language; precision 0.99, recall 1.00 on NoMIRACL's "
+        "LLM replies to English and Hindi questions (the replies mostly English); a reply "
+        'with no answer in it (empty, "Unable to generate response.", an '
         'error message such as "Internal server error") counts as a refusal; set '
         "answer.refused for exact counts))"
     ) in render_text(doc).splitlines()

@@ -72,6 +72,7 @@ def test_report_fields_are_documented() -> None:
         "against_flag",
         "against_flag_text",
         "known_over_refusal",
+        "text_recall",
     } == set(schemas["RefusalCounts"]["properties"])
     assert {"total", "offset", "limit", "items"} == set(schemas["CandidatePage"]["properties"])
     item = schemas["CandidateItem"]["properties"]
