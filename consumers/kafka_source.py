@@ -491,6 +491,8 @@ class KafkaSource:
         self._last_check = float("-inf")
         self.end_checks = 0
         self.end_check_failures = 0
+        #: the client that reads them (its own connection, see _check_ends), made at first use
+        self._offsets: KafkaConsumer | None = None
         self._user_on_revoke = on_revoke
         self._holding = False  # the last aligned poll held records back (logged on change)
         try:
@@ -758,11 +760,20 @@ class KafkaSource:
         record batch's base offset + 1 (see :mod:`consumers.lag`): still above the position
         exactly when a batch starts at or past it, which is all "records left" needs. A
         failed read is counted and logged; the records wait for the next one (at most
-        ``IDLE_HOLD_S``, see :mod:`consumers.align`)."""
+        ``IDLE_HOLD_S``, see :mod:`consumers.align`).
+
+        The read goes through a client of its own (no group; made at the first read, closed
+        with the source): a broker answers a connection's requests in order, and on the
+        consumer's connection the read waited behind its fetch in flight, which a broker
+        holds up to ``fetch_max_wait_ms`` (500 ms) when there is nothing new — as long as
+        the timeout, so every read of a quiet partition failed (a test, s40)."""
         self._last_check = time.monotonic()
         now = aligner.now()
         try:
-            ends = self._consumer.end_offsets(list(tps), self.config.probe_timeout_ms)
+            if self._offsets is None:
+                self._offsets = KafkaConsumer(**self.config.client_kwargs(), group_id=None,
+                                              enable_auto_commit=False)  # fmt: skip
+            ends = self._offsets.end_offsets(list(tps), self.config.probe_timeout_ms)
         except KafkaError as exc:
             self.end_check_failures += 1
             log.info("reading the end offsets of caught-up partitions failed: %r", exc)
@@ -1166,6 +1177,11 @@ class KafkaSource:
             log.warning("consumer close failed (%s); connections dropped", type(exc).__name__)
         finally:
             self._close_producer()
+            if self._offsets is not None:
+                try:
+                    self._offsets.close()
+                except KafkaError as exc:
+                    log.warning("end-offset client close failed (%s)", type(exc).__name__)
 
     def _close_producer(self) -> None:
         """Close the DLQ producer; if the broker is gone, drop its unsent batches rather than
