@@ -124,7 +124,7 @@ DLQ_BATCH_BYTES = 512 * 1024
 #: Seconds between two reads of the end offsets of caught-up partitions that hold records
 #: back (see :mod:`consumers.align`): at most this many ListOffsets requests a second, and a
 #: record held so waits at most this long plus a round trip while the broker answers.
-END_CHECK_INTERVAL_S = 0.1
+END_CHECK_INTERVAL_S = 0.05
 
 
 #: Consumer ``fetch_max_bytes``: record data per fetch response, all partitions together.

@@ -78,7 +78,7 @@ class KafkaSourceConfig(BaseModel):
             processed as if in time order and the drift windows and baseline see it as a
             replay in time order would. A partition with nothing left to read (empty,
             quiet, caught up) holds no one back once a read of its end offset after the
-            others' records were fetched shows it (at most every 0.1 s, only while it keeps
+            others' records were fetched shows it (at most every 0.05 s, only while it keeps
             a record back), nor one that gives nothing for 5 s. Costs
             one more decode of each event while on (the event time is in the value; the
             Kafka record timestamp is the send time). Unset: half of
