@@ -759,23 +759,27 @@ class KafkaSource:
         was sent, which :meth:`_log_positions` gives as ``checked_at``. Tansu answers the last
         record batch's base offset + 1 (see :mod:`consumers.lag`): still above the position
         exactly when a batch starts at or past it, which is all "records left" needs. A
-        failed read is counted and logged; the records wait for the next one (at most
-        ``IDLE_HOLD_S``, see :mod:`consumers.align`).
+        failed read is counted and logged, and ``tps`` hold no one and are not read for
+        ``IDLE_HOLD_S`` (:meth:`EventTimeAligner.end_unreadable`): one partition whose leader
+        is away fails the whole request after ``probe_timeout_ms``, and holding every live
+        record ``IDLE_HOLD_S`` with its partition paused cut a 1,000/s stream to ~80/s.
 
         The read goes through a client of its own (no group; made at the first read, closed
         with the source): a broker answers a connection's requests in order, and on the
         consumer's connection the read waited behind its fetch in flight, which a broker
         holds up to ``fetch_max_wait_ms`` (500 ms) when there is nothing new — as long as
         the timeout, so every read of a quiet partition failed (a test, s40)."""
+        asked = list(tps)
         self._last_check = time.monotonic()
         now = aligner.now()
         try:
             if self._offsets is None:
                 self._offsets = KafkaConsumer(**self.config.client_kwargs(), group_id=None,
                                               enable_auto_commit=False)  # fmt: skip
-            ends = self._offsets.end_offsets(list(tps), self.config.probe_timeout_ms)
+            ends = self._offsets.end_offsets(asked, self.config.probe_timeout_ms)
         except KafkaError as exc:
             self.end_check_failures += 1
+            aligner.end_unreadable(asked)
             log.info("reading the end offsets of caught-up partitions failed: %r", exc)
             return
         self.end_checks += 1

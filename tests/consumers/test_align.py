@@ -263,3 +263,36 @@ def test_add_wants_one_event_time_per_record() -> None:
     aligner, _ = _aligner()
     with pytest.raises(ValueError, match="event times"):
         aligner.add("a", ["x", "y"], [1.0])
+
+
+def test_a_failed_end_read_lets_the_records_go_and_is_not_retried_for_idle_hold() -> None:
+    """A caught-up partition whose end cannot be read (its leader gone: kafka-python's
+    ListOffsets for it times out, and with it the whole request) must not hold every record
+    of the live partitions idle_hold_s each: with their partition paused meanwhile, the
+    source handed out ~1,200 of 15,900 records produced at 1,000/s in 15 s (s40 review).
+    After a failed read it holds no one (the rule before s40) for idle_hold_s, and no read
+    of it is wanted meanwhile; then it holds, and wants a read, again."""
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    now[0] = 1.0
+    _add(aligner, "a", [1_000])
+    never = LogPosition(10, 10)
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+    aligner.end_unreadable(["b"])  # the read failed
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == set()
+    assert aligner.take({"a": DONE, "b": never}, 10) == [("a", ["a@1000"])]
+    now[0] = 5.9
+    _add(aligner, "a", [2_000])
+    assert aligner.take({"a": DONE, "b": never}, 10) == [("a", ["a@2000"])]
+    now[0] = 6.0  # idle_hold_s after the failure: b holds what is fetched again
+    _add(aligner, "a", [3_000])
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+    assert aligner.take({"a": DONE, "b": never}, 10) == []
+    assert aligner.take({"a": DONE, "b": LogPosition(10, 10, checked_at=6.0)}, 10) == [
+        ("a", ["a@3000"])
+    ]
+    aligner.end_unreadable(["b"])
+    aligner.release(["b"])  # revoked: its next assignment starts afresh
+    _add(aligner, "a", [4_000])
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
