@@ -819,10 +819,12 @@ class KafkaSource:
 
     def _sync_pauses(self, aligner: EventTimeAligner[TopicPartition]) -> None:
         """Pause the assigned partitions with records buffered (nothing more is fetched for
-        them until they are handed out), resume the other paused ones, and drop the fetch
+        them until they are handed out) but those only a pending end read holds
+        (:meth:`EventTimeAligner.held_for_reads`), resume the other paused ones, and drop the fetch
         data kafka-python parked for partitions not paused (:meth:`_drop_parked`)."""
         assigned = self._listener.assigned()
-        want = {tp for tp in aligner.buffered() if (tp.topic, tp.partition) in assigned}
+        reading = aligner.held_for_reads(self._log_positions())  # fetched on: see there
+        want = {tp for tp in aligner.buffered() - reading if (tp.topic, tp.partition) in assigned}
         paused = {tp for tp in self._consumer.paused() if (tp.topic, tp.partition) in assigned}
         for tp in want - paused:
             try:

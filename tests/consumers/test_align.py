@@ -296,3 +296,17 @@ def test_a_failed_end_read_lets_the_records_go_and_is_not_retried_for_idle_hold(
     aligner.release(["b"])  # revoked: its next assignment starts afresh
     _add(aligner, "a", [4_000])
     assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+
+
+def test_records_held_only_for_an_end_read_leave_their_partition_fetched() -> None:
+    """A partition whose records only a caught-up partition's pending end read holds is
+    not paused by the source (paused, a quiet partition's fetch in flight made it wait up
+    to fetch_max_wait_ms: p99 0.9-1.8 s, s40 review); one a partition with a mark holds is."""
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    now[0] = 1.0
+    _add(aligner, "a", [1_000])
+    assert aligner.held_for_reads({"a": DONE, "b": LogPosition(10, 10)}) == {"a"}
+    assert aligner.held_for_reads({"a": DONE, "b": MORE}) == set()  # b has records left
+    assert aligner.held_for_reads({"a": DONE, "b": LogPosition(10, 10, checked_at=1.0)}) == set()
