@@ -121,6 +121,12 @@ DLQ_LINGER_MS = 1000
 DLQ_BATCH_BYTES = 512 * 1024
 
 
+#: Seconds between two reads of the end offsets of caught-up partitions that hold records
+#: back (see :mod:`consumers.align`): at most this many ListOffsets requests a second, and a
+#: record held so waits at most this long plus a round trip while the broker answers.
+END_CHECK_INTERVAL_S = 0.05
+
+
 #: Consumer ``fetch_max_bytes``: record data per fetch response, all partitions together.
 #: kafka-python's defaults (50 MiB, and 1 MiB per partition) let a consumer that is behind
 #: take ~1 MiB per partition per response: 3.7 MB on average, 5.3 MB at most (4
@@ -478,6 +484,15 @@ class KafkaSource:
         self._rewind: dict[TopicPartition, int] = {}
         #: kept partitions moved back to their first held record at an assignment
         self.rewinds = 0
+        #: end offsets of caught-up partitions read for the aligner, and the aligner's clock
+        #: when each was read (see _check_ends); reads done and failed
+        self._ends: dict[TopicPartition, int] = {}
+        self._checked_at: dict[TopicPartition, float] = {}
+        self._last_check = float("-inf")
+        self.end_checks = 0
+        self.end_check_failures = 0
+        #: the client that reads them (its own connection, see _check_ends), made at first use
+        self._offsets: KafkaConsumer | None = None
         self._user_on_revoke = on_revoke
         self._holding = False  # the last aligned poll held records back (logged on change)
         try:
@@ -586,6 +601,9 @@ class KafkaSource:
             for tp, records in self._aligner.release(tps).items():
                 first = int(records[0].offset)
                 self._rewind[tp] = min(first, self._rewind.get(tp, first))
+            for tp in tps:  # its end is read again when it holds records back
+                self._ends.pop(tp, None)
+                self._checked_at.pop(tp, None)
         if self._user_on_revoke is not None:
             self._user_on_revoke(keys)
 
@@ -649,6 +667,8 @@ class KafkaSource:
         if self._aligner is not None:
             self._aligner.clear()  # read again from the committed offsets
             self._rewind.clear()
+            self._ends.clear()
+            self._checked_at.clear()
         self._commit_stored()
         self._consumer.unsubscribe()
         self._listener.forget_all()
@@ -691,11 +711,15 @@ class KafkaSource:
         ``timeout_ms`` only when nothing can be handed out without it."""
         poll = self._consumer.poll
         self._buffer(aligner, poll(timeout_ms=0, max_records=max_records))
-        taken = aligner.take(self._log_positions(), max_records)
+        taken = self._take(aligner, max_records)
         if not taken and timeout_ms > 0:
             self._sync_pauses(aligner)  # a partition at the frontier must be fetched
-            self._buffer(aligner, poll(timeout_ms=timeout_ms, max_records=max_records))
-            taken = aligner.take(self._log_positions(), max_records)
+            wait_ms = timeout_ms
+            if self._wanted:  # records wait for an end check: poll until it is due
+                due_in = self._last_check + END_CHECK_INTERVAL_S - time.monotonic()
+                wait_ms = max(0, min(timeout_ms, int(due_in * 1000) + 1))
+            self._buffer(aligner, poll(timeout_ms=wait_ms, max_records=max_records))
+            taken = self._take(aligner, max_records)
         self._sync_pauses(aligner)
         holding = bool(aligner.buffered())
         if holding != self._holding:
@@ -707,6 +731,62 @@ class KafkaSource:
             else:
                 log.info("partitions aligned in event time: no record held back")
         return dict(taken)
+
+    #: caught-up partitions whose end check the last :meth:`_take` wanted (none: no record
+    #: waits for one)
+    _wanted: frozenset[TopicPartition] = frozenset()
+
+    def _take(
+        self, aligner: EventTimeAligner[TopicPartition], max_records: int
+    ) -> list[tuple[TopicPartition, list[Any]]]:
+        """``aligner.take`` after reading the end offsets of the caught-up partitions that
+        hold records back (:meth:`EventTimeAligner.checks_wanted`) when the last read is
+        :data:`END_CHECK_INTERVAL_S` old (else they wait for a later poll)."""
+        logs = self._log_positions()
+        wanted = aligner.checks_wanted(logs)
+        if wanted and time.monotonic() - self._last_check >= END_CHECK_INTERVAL_S:
+            self._check_ends(aligner, wanted)
+            logs = self._log_positions()
+            wanted = aligner.checks_wanted(logs)
+        self._wanted = frozenset(wanted)
+        return aligner.take(logs, max_records)
+
+    def _check_ends(
+        self, aligner: EventTimeAligner[TopicPartition], tps: Iterable[TopicPartition]
+    ) -> None:
+        """Read the end offsets of ``tps`` (one ListOffsets request; at most
+        ``probe_timeout_ms``) and remember each with the aligner's clock before the request
+        was sent, which :meth:`_log_positions` gives as ``checked_at``. Tansu answers the last
+        record batch's base offset + 1 (see :mod:`consumers.lag`): still above the position
+        exactly when a batch starts at or past it, which is all "records left" needs. A
+        failed read is counted and logged, and ``tps`` hold no one and are not read for
+        ``IDLE_HOLD_S`` (:meth:`EventTimeAligner.end_unreadable`): one partition whose leader
+        is away fails the whole request after ``probe_timeout_ms``, and holding every live
+        record ``IDLE_HOLD_S`` with its partition paused cut a 1,000/s stream to ~80/s.
+
+        The read goes through a client of its own (no group; made at the first read, closed
+        with the source): a broker answers a connection's requests in order, and on the
+        consumer's connection the read waited behind its fetch in flight, which a broker
+        holds up to ``fetch_max_wait_ms`` (500 ms) when there is nothing new — as long as
+        the timeout, so every read of a quiet partition failed (a test, s40)."""
+        asked = list(tps)
+        self._last_check = time.monotonic()
+        now = aligner.now()
+        try:
+            if self._offsets is None:
+                self._offsets = KafkaConsumer(**self.config.client_kwargs(), group_id=None,
+                                              enable_auto_commit=False)  # fmt: skip
+            ends = self._offsets.end_offsets(asked, self.config.probe_timeout_ms)
+        except KafkaError as exc:
+            self.end_check_failures += 1
+            aligner.end_unreadable(asked)
+            log.info("reading the end offsets of caught-up partitions failed: %r", exc)
+            return
+        self.end_checks += 1
+        for tp, end in ends.items():
+            if end is not None:
+                self._ends[tp] = max(int(end), self._ends.get(tp, 0))
+                self._checked_at[tp] = now
 
     def _buffer(
         self, aligner: EventTimeAligner[TopicPartition], batches: dict[Any, list[Any]]
@@ -722,7 +802,8 @@ class KafkaSource:
 
     def _log_positions(self) -> dict[TopicPartition, LogPosition]:
         """Position and high watermark of each assigned partition, as the consumer knows
-        them (no request: kafka-python's subscription state, its last fetch responses)."""
+        them (no request: kafka-python's subscription state, its last fetch responses, and
+        the end offsets :meth:`_check_ends` read, with when)."""
         assignment = getattr(getattr(self._consumer, "_subscription", None), "assignment", {})
         logs: dict[TopicPartition, LogPosition] = {}
         for topic, partition in self._listener.assigned():
@@ -730,15 +811,20 @@ class KafkaSource:
             state = assignment.get(tp)
             position = getattr(getattr(state, "position", None), "offset", None)
             highwater = getattr(state, "highwater", None)
-            logs[tp] = LogPosition(position, highwater)
+            end = self._ends.get(tp)
+            if end is not None and (highwater is None or end > highwater):
+                highwater = end
+            logs[tp] = LogPosition(position, highwater, self._checked_at.get(tp))
         return logs
 
     def _sync_pauses(self, aligner: EventTimeAligner[TopicPartition]) -> None:
         """Pause the assigned partitions with records buffered (nothing more is fetched for
-        them until they are handed out), resume the other paused ones, and drop the fetch
+        them until they are handed out) but those only a pending end read holds
+        (:meth:`EventTimeAligner.held_for_reads`), resume the other paused ones, and drop the fetch
         data kafka-python parked for partitions not paused (:meth:`_drop_parked`)."""
         assigned = self._listener.assigned()
-        want = {tp for tp in aligner.buffered() if (tp.topic, tp.partition) in assigned}
+        reading = aligner.held_for_reads(self._log_positions())  # fetched on: see there
+        want = {tp for tp in aligner.buffered() - reading if (tp.topic, tp.partition) in assigned}
         paused = {tp for tp in self._consumer.paused() if (tp.topic, tp.partition) in assigned}
         for tp in want - paused:
             try:
@@ -1052,7 +1138,9 @@ class KafkaSource:
         assigned = sorted(self._listener.assigned())
         alignment = None
         if self._aligner is not None:  # its status, and the kept partitions read again
-            alignment = {**self._aligner.status(), "rewinds": self.rewinds}
+            alignment = {**self._aligner.status(), "rewinds": self.rewinds,
+                         "end_checks": self.end_checks,
+                         "end_check_failures": self.end_check_failures}  # fmt: skip
         return {
             "source": self.name,
             "topic": self.config.topic,
@@ -1095,6 +1183,11 @@ class KafkaSource:
             log.warning("consumer close failed (%s); connections dropped", type(exc).__name__)
         finally:
             self._close_producer()
+            if self._offsets is not None:
+                try:
+                    self._offsets.close()
+                except KafkaError as exc:
+                    log.warning("end-offset client close failed (%s)", type(exc).__name__)
 
     def _close_producer(self) -> None:
         """Close the DLQ producer; if the broker is gone, drop its unsent batches rather than

@@ -77,7 +77,9 @@ class KafkaSourceConfig(BaseModel):
             partitions (a first start on a retained topic, catching up after an outage) is
             processed as if in time order and the drift windows and baseline see it as a
             replay in time order would. A partition with nothing left to read (empty,
-            quiet, caught up) holds no one back, nor one that gives nothing for 5 s. Costs
+            quiet, caught up) holds no one back once a read of its end offset after the
+            others' records were fetched shows it (at most every 0.05 s, only while it keeps
+            a record back), nor one that gives nothing for 5 s. Costs
             one more decode of each event while on (the event time is in the value; the
             Kafka record timestamp is the send time). Unset: half of
             ``analytics.drift.allowed_lateness_s`` (``bucket_s`` when that is 0) with

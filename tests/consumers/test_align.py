@@ -10,7 +10,7 @@ import pytest
 from consumers.align import EventTimeAligner, LogPosition, event_times_from
 from consumers.base import DeadLetter, Origin, RawMessage
 
-DONE = LogPosition(10, 10)  # nothing left to read
+DONE = LogPosition(10, 10, checked_at=0.0)  # nothing left to read (its end read at time 0)
 MORE = LogPosition(3, 10)  # records left in the log
 UNKNOWN = LogPosition(None, None)  # not fetched yet
 
@@ -61,7 +61,7 @@ def test_a_partition_not_read_yet_with_records_holds_the_others() -> None:
 def test_an_empty_or_unfetched_partition_does_not_block() -> None:
     aligner, now = _aligner(skew=100, idle=5)
     _add(aligner, "a", [0, 1_000])
-    empty = LogPosition(0, 0)
+    empty = LogPosition(0, 0, checked_at=0.0)
     assert aligner.take({"a": DONE, "e": empty}, 100) == [("a", ["a@0", "a@1000"])]
     assert aligner.frontier({"a": DONE, "e": empty}) == math.inf
     # a partition never fetched (unknown end) holds the others, for idle_hold_s only
@@ -172,3 +172,141 @@ def test_event_times_from_leave_out_a_time_in_the_future() -> None:
 
     got = event_times_from(decode, future_tolerance_s=60)(messages)
     assert got[:2] == [stamps[0].timestamp(), stamps[1].timestamp()] and got[2] is None
+
+
+def test_a_caught_up_partition_holds_records_fetched_after_its_last_end_check() -> None:
+    """s40 (a trial): a backlog produced at once while the consumer is live; one fetch gave
+    partition a 30 h of events while b still showed its old high watermark ("caught up"):
+    a's records went out at once and b's came hours behind them (8 % late). b now holds
+    what was fetched after its end was last read, at its newest handed-out time, until a
+    fresh read shows it has nothing left."""
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    now[0] = 1.0
+    _add(aligner, "a", [50, 90_000, 100_000])  # the burst: hours ahead of b
+    stale = LogPosition(10, 10, checked_at=0.5)  # b "caught up", its end read before a's fetch
+    assert aligner.checks_wanted({"a": DONE, "b": stale}) == {"b"}
+    # within the bound of b's newest (0 + 100) only; b has no mark for the firm rule
+    assert aligner.take({"a": DONE, "b": stale}, 10) == [("a", ["a@50"])]
+    assert aligner.marks({"a": DONE, "b": stale}) == {"a": 90_000}
+    assert aligner.unchecked({"a": DONE, "b": stale}) == {"b": (0.0, 0.5)}
+    # a fresh read finds b's records: b has more, holds as a partition with records left
+    more = LogPosition(10, 20, checked_at=1.0)
+    assert aligner.checks_wanted({"a": DONE, "b": more}) == set()
+    assert aligner.take({"a": DONE, "b": more}, 10) == []
+    _add(aligner, "b", [89_950, 95_000])
+    assert aligner.take({"a": DONE, "b": LogPosition(20, 20, checked_at=1.0)}, 10) == [
+        ("b", ["b@89950"]),
+        ("a", ["a@90000"]),
+    ]
+    caught_up = LogPosition(20, 20, checked_at=1.0)
+    assert aligner.take({"a": DONE, "b": caught_up}, 10) == [("b", ["b@95000"])]
+    # b read to its end; a's last record was fetched by b's last read: b holds it no more
+    assert aligner.take({"a": DONE, "b": caught_up}, 10) == [("a", ["a@100000"])]
+
+
+def test_a_fresh_end_check_that_finds_nothing_lets_the_records_go() -> None:
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    now[0] = 2.0
+    _add(aligner, "a", [500, 600])
+    never = LogPosition(10, 10)  # caught up, end never read: holds everything fetched
+    assert aligner.take({"a": DONE, "b": never}, 10) == []
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+    before = LogPosition(10, 10, checked_at=1.9)  # read before a's records came: no proof
+    assert aligner.take({"a": DONE, "b": before}, 10) == []
+    now[0] = 2.1
+    fresh = LogPosition(10, 10, checked_at=2.05)  # read after: b really has nothing left
+    assert aligner.checks_wanted({"a": DONE, "b": fresh}) == set()
+    assert aligner.take({"a": DONE, "b": fresh}, 10) == [("a", ["a@500", "a@600"])]
+    assert aligner.held_polls == 2
+
+
+def test_a_caught_up_partition_holds_within_the_bound_and_for_idle_hold_only() -> None:
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [1_000])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@1000"])]
+    now[0] = 1.0
+    _add(aligner, "a", [1_050, 1_100, 1_101])  # live traffic: within the bound of b's newest
+    never = LogPosition(10, 10)
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}  # 1,101 > 1,000 + 100
+    assert aligner.take({"a": DONE, "b": never}, 10) == [("a", ["a@1050", "a@1100"])]
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+    now[0] = 5.9  # the end cannot be read (broker away): the record waits ...
+    assert aligner.take({"a": DONE, "b": never}, 10) == []
+    now[0] = 6.0  # ... idle_hold_s after it was fetched at most
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == set()
+    assert aligner.take({"a": DONE, "b": never}, 10) == [("a", ["a@1101"])]
+
+
+def test_an_empty_partition_holds_only_until_its_end_is_read() -> None:
+    """A partition that never had a record (its mark minus infinity) holds what was fetched
+    after its last end read; each new fetch of the others needs a read after it."""
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "a", [0, 10])
+    empty_unread = LogPosition(0, 0)
+    assert aligner.take({"a": DONE, "e": empty_unread}, 10) == []
+    assert aligner.take({"a": DONE, "e": LogPosition(0, 0, checked_at=0.0)}, 10) == [
+        ("a", ["a@0", "a@10"])
+    ]
+    now[0] = 0.3
+    _add(aligner, "a", [20])
+    assert aligner.take({"a": DONE, "e": LogPosition(0, 0, checked_at=0.0)}, 10) == []
+    assert aligner.take({"a": DONE, "e": LogPosition(0, 0, checked_at=0.3)}, 10) == [
+        ("a", ["a@20"])
+    ]
+
+
+def test_add_wants_one_event_time_per_record() -> None:
+    aligner, _ = _aligner()
+    with pytest.raises(ValueError, match="event times"):
+        aligner.add("a", ["x", "y"], [1.0])
+
+
+def test_a_failed_end_read_lets_the_records_go_and_is_not_retried_for_idle_hold() -> None:
+    """A caught-up partition whose end cannot be read (its leader gone: kafka-python's
+    ListOffsets for it times out, and with it the whole request) must not hold every record
+    of the live partitions idle_hold_s each: with their partition paused meanwhile, the
+    source handed out ~1,200 of 15,900 records produced at 1,000/s in 15 s (s40 review).
+    After a failed read it holds no one (the rule before s40) for idle_hold_s, and no read
+    of it is wanted meanwhile; then it holds, and wants a read, again."""
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    now[0] = 1.0
+    _add(aligner, "a", [1_000])
+    never = LogPosition(10, 10)
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+    aligner.end_unreadable(["b"])  # the read failed
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == set()
+    assert aligner.take({"a": DONE, "b": never}, 10) == [("a", ["a@1000"])]
+    now[0] = 5.9
+    _add(aligner, "a", [2_000])
+    assert aligner.take({"a": DONE, "b": never}, 10) == [("a", ["a@2000"])]
+    now[0] = 6.0  # idle_hold_s after the failure: b holds what is fetched again
+    _add(aligner, "a", [3_000])
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+    assert aligner.take({"a": DONE, "b": never}, 10) == []
+    assert aligner.take({"a": DONE, "b": LogPosition(10, 10, checked_at=6.0)}, 10) == [
+        ("a", ["a@3000"])
+    ]
+    aligner.end_unreadable(["b"])
+    aligner.release(["b"])  # revoked: its next assignment starts afresh
+    _add(aligner, "a", [4_000])
+    assert aligner.checks_wanted({"a": DONE, "b": never}) == {"b"}
+
+
+def test_records_held_only_for_an_end_read_leave_their_partition_fetched() -> None:
+    """A partition whose records only a caught-up partition's pending end read holds is
+    not paused by the source (paused, a quiet partition's fetch in flight made it wait up
+    to fetch_max_wait_ms: p99 0.9-1.8 s, s40 review); one a partition with a mark holds is."""
+    aligner, now = _aligner(skew=100, idle=5)
+    _add(aligner, "b", [0])
+    assert aligner.take({"b": MORE}, 10) == [("b", ["b@0"])]
+    now[0] = 1.0
+    _add(aligner, "a", [1_000])
+    assert aligner.held_for_reads({"a": DONE, "b": LogPosition(10, 10)}) == {"a"}
+    assert aligner.held_for_reads({"a": DONE, "b": MORE}) == set()  # b has records left
+    assert aligner.held_for_reads({"a": DONE, "b": LogPosition(10, 10, checked_at=1.0)}) == set()
