@@ -232,7 +232,8 @@ def test_planted_labels_and_ids_never_reach_state_or_http(tmp_path: Path) -> Non
     served = json.dumps(quality)
     assert all(digest_id(f"ivan.{n}@example.com") in served for n in range(1, 11))
     assert '"role": "<EMAIL>"' in served
-    assert candidates["items"] and {item["role"] for item in candidates["items"]} == {"<EMAIL>"}
+    assert candidates["items"]
+    assert {item["suggested"].get("role") for item in candidates["items"]} == {"<EMAIL>"}
     stored = b"".join(p.read_bytes() for p in (tmp_path / "state").glob("state.sqlite*"))
     assert digest_id("ivan.3@example.com").encode() in stored  # the dedup window is there
     for planted in PLANTED:

@@ -300,6 +300,10 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     lines = len(original.splitlines())
     planted = "my number is 9876543210"
     failed = _metric(server, 'goldwatch_gold_refreshes_total{outcome="failed"}')
+    # the notices the demo's service gives without a failed refresh (its novelty detector is
+    # uncalibrated, so one says the topic shares are by nearest gold topic)
+    notices = httpx.get(server.base + "/v1/status").json()["notices"]
+    assert not any("refresh" in notice for notice in notices)
     bad = {"id": "q-broken", "question": planted, "gold": "not-a-list"}
     try:
         gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
@@ -334,7 +338,7 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     _refreshes_done()
     assert runtime.gold_refreshes == refreshes + 1
     status = httpx.get(server.base + "/v1/status").json()
-    assert status["gold_refresh_error"] is None and status["notices"] == []
+    assert status["gold_refresh_error"] is None and status["notices"] == notices
     assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
 
 
