@@ -173,8 +173,10 @@ def _write(folder: Path, rotated: bool, min_kappa: float | None = None,
     return config
 
 
-def _replay(tmp_path: Path, rotated: bool, min_kappa: float | None = None) -> tuple[str, dict]:
-    config = _write(tmp_path, rotated, min_kappa)
+def _replay(tmp_path: Path, rotated: bool, min_kappa: float | None = None,
+            min_balanced_accuracy: float | None = 0.6) -> tuple[str, dict]:  # fmt: skip
+    """The replay of :func:`_write`'s log, as text and as the JSON report."""
+    config = _write(tmp_path, rotated, min_kappa, min_balanced_accuracy)
     log = str(tmp_path / "log.jsonl")
     runner = CliRunner()
     text = runner.invoke(main, ["replay", log, "--config", str(config)], catch_exceptions=False)

@@ -27,6 +27,7 @@ from service.cli import main
 from service.drift.stage import DriftStage
 from service.evaluation.detector_quality import DetectorQuality, bounded_balanced_accuracy
 from service.runtime.analytics import NEAREST_TOPICS, Analytics
+from tests.service.topics.test_kappa_gate import _replay as replay_kappa_log
 from tests.service.topics.test_kappa_gate import _write
 
 WILSON_2_OF_30 = 0.213235
@@ -90,14 +91,7 @@ def test_withheld_gaps_are_left_out_with_the_reason_and_the_alarms_stand() -> No
 
 
 def _replay(tmp_path: Path, floor: float | None) -> tuple[str, dict]:
-    config = _write(tmp_path, rotated=False, min_balanced_accuracy=floor)
-    log = str(tmp_path / "log.jsonl")
-    runner = CliRunner()
-    text = runner.invoke(main, ["replay", log, "--config", str(config)], catch_exceptions=False)
-    doc = runner.invoke(main, ["replay", log, "--config", str(config), "--format", "json"],
-                        catch_exceptions=False)  # fmt: skip
-    assert text.exit_code == 0 and doc.exit_code == 0, text.output
-    return text.stdout, json.loads(doc.stdout)
+    return replay_kappa_log(tmp_path, rotated=False, min_balanced_accuracy=floor)
 
 
 def test_below_the_floor_the_topics_are_nearest_topics_on_every_surface(tmp_path: Path) -> None:
