@@ -451,6 +451,21 @@ class _WindowedDetector:
             },
         }
 
+    def _reports_from(self, saved: Any) -> dict[str, Any]:
+        """The reports of a snapshot's ``{comparison: report dict}`` (``None``: none) for the
+        comparisons this detector has (others are skipped).
+
+        Raises:
+            ValueError: a report is malformed."""
+        out: dict[str, Any] = {}
+        for name, data in (saved or {}).items():
+            if name in self._states and isinstance(data, dict):
+                try:
+                    out[name] = self._report_from_dict(data)
+                except TypeError as exc:
+                    raise ValueError(f"detector snapshot has a malformed report: {exc}") from exc
+        return out
+
     def restore(self, state: dict[str, Any] | None) -> Self:
         """Take back a :meth:`snapshot` (``None``: keep the fresh state), with the latest
         report of each comparison, so a restart reads no new event and reports the same
@@ -467,12 +482,7 @@ class _WindowedDetector:
         for name, value in state.get("states", {}).items():
             if name in self._states and value in ("ok", "drift", _INSUFFICIENT):
                 self._states[name] = value
-        for name, data in (state.get("reports") or {}).items():
-            if name in self._states and isinstance(data, dict):
-                try:
-                    self._reports[name] = self._report_from_dict(data)
-                except TypeError as exc:
-                    raise ValueError(f"detector snapshot has a malformed report: {exc}") from exc
+        self._reports.update(self._reports_from(state.get("reports")))
         self.n_alarms, self.n_tests = int(state["n_alarms"]), int(state["n_tests"])
         for name, most in (state.get("busiest") or {}).items():  # (older snapshots: none)
             if name in self.busiest:
@@ -490,12 +500,7 @@ class _WindowedDetector:
         # a report with enough events is its own latest test; older snapshots kept none else
         self._last_tested = {name: report for name, report in self._reports.items()
                              if report.state != _INSUFFICIENT}  # fmt: skip
-        for name, data in (state.get("last_tested") or {}).items():
-            if name in self._states and isinstance(data, dict):
-                try:
-                    self._last_tested[name] = self._report_from_dict(data)
-                except TypeError as exc:
-                    raise ValueError(f"detector snapshot has a malformed report: {exc}") from exc
+        self._last_tested.update(self._reports_from(state.get("last_tested")))
         first, last = state.get("tests_at") or (None, None)
         self._first_test = None if first is None else float(first)
         self._last_test = None if last is None else float(last)
