@@ -18,8 +18,9 @@ from service.evaluation.detector_quality import (
     under_refusals_explained_text,
 )
 from service.html import plots
-from service.html.page import badge, figure, num, para, pct, section, table
+from service.html.page import badge, esc, figure, num, para, pct, section, table
 from service.language.gold import gold_keys_by_label
+from service.refusals.recall import recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_before_by_language,
@@ -130,9 +131,10 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     )
     recall = analytics["refusals"].get("text_recall") or {}
     lower = " (a lower bound)" if recall.get("lower_bound") else ""
+    if recall.get("lower_bound"):  # the text reader measured to miss refusals: 4 short lines
+        said = [esc(line[0].upper() + line[1:] + ".") for line in recall_lines(recall)]
+        parts.append(Markup(f'<p class="warn">{Markup("<br>").join(said)}</p>'))
     parts.append(para(f"Refused answers{lower}: {analytics['refusals']['method']}."))
-    if recall.get("lower_bound"):  # the text reader measured to miss refusals
-        parts.append(para(recall["text"][0].upper() + recall["text"][1:] + ".", "warn"))
     parts += _by_language(analytics)
     parts.append(_both_directions(analytics))
     return section("refusals", "Refusals", *parts)

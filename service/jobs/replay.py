@@ -98,7 +98,7 @@ from service.quality.by_group import LIVE_VS_GOLD, group_text_lines, paired_by_q
 from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
-from service.refusals.recall import INHERITED
+from service.refusals.recall import INHERITED, recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_by_language_text,
@@ -524,11 +524,14 @@ def render_text(doc: ReplayReport) -> str:
     recall: Mapping[str, Any] = refusals.get("text_recall") or {}
     if refusals["rate"] is not None:
         lower = recall.get("lower_bound")  # the text reader misses refusals (measured)
-        lines.append(f"refusals: {'at least ' if lower else ''}{refusals['refused']}/"
-                     f"{refusals['answers']} ({refusals['rate']:.1%}"
-                     f"{', a lower bound' if lower else ''}; {refusals['method']})")  # fmt: skip
-        if lower:
-            lines.append(f"  {recall['text']}")
+        if lower:  # headline, estimate, why, fix: short lines; then how they were counted
+            said = recall_lines(recall)
+            lines.append(f"refusals: {said[0]}")
+            lines += [f"  {line}" for line in said[1:]]
+            lines.append(f"  counted: {refusals['method']}")
+        else:
+            lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
+                         f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip
         lines += refusal_language_lines(refusals, analytics.get("quality_min_class", 10))
     else:
         lines.append("refusals: none (no answers in this log)")
