@@ -180,7 +180,11 @@ def analytics_sections(
         parts.append(quality_section(quality, over))
     if shadow is not None:
         min_n = (analytics or {}).get("quality_min_class", FEW_RESULTS)
-        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels"), over))
+        nearest = (((analytics or {}).get("drift") or {}).get("topic") or {}).get(
+            "categories_are"
+        )  # the novelty detector untrusted: nearest gold topics
+        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels"), over,
+                                    nearest))  # fmt: skip
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts
