@@ -20,7 +20,7 @@ from service.document_groups import grouped_note, uncovered_note
 from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
-from service.html.page import esc, figure, minute, num, para, section, table
+from service.html.page import esc, figure, ids, minute, num, para, section, table
 from service.shadow.stage import (
     FEW_RESULTS,
     NOT_DETECTED,
@@ -357,10 +357,10 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
     )
 
 
-def _ids(ranking: Any, show: int = 5) -> str:
-    if not ranking:
-        return "–"
-    return ", ".join(str(d[0] if isinstance(d, list | tuple) else d) for d in list(ranking)[:show])
+def _ids(ranking: Any, show: int = 5) -> Markup:
+    """The first ``show`` passage ids of a ranking (ids, or ``[id, score]`` pairs), each
+    kept whole (:func:`~service.html.page.ids`)."""
+    return ids(d[0] if isinstance(d, list | tuple) else d for d in list(ranking or ())[:show])
 
 
 def suggestion_rows(candidates: Any) -> list[Mapping[str, Any]]:

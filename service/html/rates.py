@@ -35,6 +35,10 @@ RATES = (
 )
 
 
+#: Why a rate has no value (its chart draws no bar, its row says it): nothing counted yet.
+NO_RATE_YET = {"refusal": "no answers yet", "out_of_scope": "no question scored yet"}
+
+
 def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | None) -> Markup:
     """Build the section.
 
@@ -49,9 +53,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     notes: dict[str, str] = {}  # chart label → why it has no bar
     stable_note = ""  # (said when the out-of-scope windows count the stable verdicts only)
     off = analytics["out_of_scope"].get("off")
-    for dim, key, field, label in RATES:
-        if dim == "out_of_scope" and off:
-            continue  # no detector: no rate to show (said below, with why)
+    shown_rates = [rates for rates in RATES if not (rates[0] == "out_of_scope" and off)]
+    for dim, key, field, label in shown_rates:  # (no detector: no rate, said below, with why)
         test = drift[dim]["comparisons"].get("baseline") or {}
         rate = analytics[key][field]
         mark = " (uncalibrated)" if analytics[key].get("uncalibrated") else ""
@@ -69,6 +72,9 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
             if rate is None:  # no share under the range now in use: said, not a 0 bar
                 notes[bar + mark] = reason = no_stable_share(unstable)
                 shown = f"– ({reason})"
+        if rate is None and bar + mark not in notes:  # nothing counted yet: said, no 0 bar
+            notes[bar + mark] = NO_RATE_YET[dim]
+            shown = f"– ({NO_RATE_YET[dim]})"
         label += mark
         labels.append(bar + mark)
         overall.append(rate if bar + mark in notes else rate or 0.0)
@@ -114,7 +120,12 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     if len(bars) == 1:  # no window tested yet: say why instead of drawing empty bars
         why = (drift["refusal"]["comparisons"].get("baseline") or {}).get("insufficient")
         caption += f" No window has been tested yet{f': {why}' if why else ''}."
-    parts.append(figure(svg, caption))
+    if all(at in notes and NO_RATE_YET.get(dim) == notes[at]
+           for at, (dim, *_) in zip(labels, shown_rates, strict=True)):  # fmt: skip
+        # session 41: an empty log drew an axis with an invisible 0 bar and a legend
+        parts.append(para(f"No chart yet: {'; '.join(notes[at] for at in labels)}.", "muted"))
+    else:
+        parts.append(figure(svg, caption))
     parts.append(
         table(
             [

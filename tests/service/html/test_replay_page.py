@@ -87,7 +87,9 @@ def test_shadow_and_suggestions(page: str) -> None:
             "<td>0.500 (n 4, few)</td><td>0.750 (n 4, few)</td></tr>") in page  # fmt: skip
     assert ("<tr><td>en</td><td>5</td><td>0.900 (n 5, few)</td><td>–</td><td>– (n 5, few)</td>"
             "<td>1.000 (n 5, few)</td></tr>") in page  # fmt: skip
-    assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
+    assert ('<td class="text"><span class="id">p-1</span>, <span class="id">p-2</span></td>'
+            '<td class="text"><span class="id">p-5</span>, <span class="id">p-1</span></td>'
+            ) in page  # fmt: skip
     assert (
         "<th>id</th><th>question</th><th>count</th><th>language (guess)</th><th>topic (guess)</th>"
     ) in page
