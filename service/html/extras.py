@@ -16,6 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
 from service.harvest.shed_note import shed_note
 from service.html import plots
@@ -506,8 +507,8 @@ def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:
              "topic asked far more than the gold set holds; the drift section judges gaps over "
              "all the traffic): the suggestions of each gap's language or topic and its "
              "first ones in the labellers' queue"
-             + (f"; the {len(groups)} largest of {n_gaps} gaps." if more > 0 else "."),
-             "meta"),
+             + (f"; the {len(groups)} largest of {n_gaps} gaps" if more > 0 else "")
+             + f" ({OUT_OF_SCOPE_COUNTED}).", "meta"),
         table(["coverage gap", "gap", "suggestions", "first in the queue"], body,
               text_columns=(3,)),
     ]  # fmt: skip

@@ -31,6 +31,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.html import plots, time_range
 from service.html.drift_section import drift_section
 from service.html.extras import candidates_section, find_extra, shadow_section
@@ -449,7 +450,8 @@ UNDER_COVERED_RULE = (
     "all live traffic so far; the gold share is taken as exact, since the gold set is the set "
     "being completed (goldwatch_coverage_gap_ratio exports that lower bound). Harvesting's "
     "coverage_gap reason uses the same rule over the last harvest.gap_window events, against "
-    "harvest.min_gap. An undetermined language or topic (und) is never listed."
+    "harvest.min_gap. An undetermined language or topic (und) is never listed. "
+    f"{OUT_OF_SCOPE_COUNTED[0].upper()}{OUT_OF_SCOPE_COUNTED[1:]}."
 )
 
 

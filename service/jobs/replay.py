@@ -81,6 +81,7 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
+from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
@@ -780,7 +781,9 @@ def coverage_gap_lines(
     topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
     11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
     Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known; a language of
-    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so."""
+    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so. A
+    second line says the questions judged out of scope count in these gaps, not in the
+    document shares (:data:`~service.coverage.OUT_OF_SCOPE_COUNTED`)."""
     parts = []
     for dim in ("language", "topic"):
         body = drift.get(dim) or {}
@@ -797,7 +800,10 @@ def coverage_gap_lines(
             for c in sorted(body.get("coverage_gaps_left_out") or {})
         ]
         parts.append(f"{dim} {', '.join(gaps) or 'none'}")
-    return [f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}"] if parts else []
+    if not parts:
+        return []
+    return [f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}",
+            f"    ({OUT_OF_SCOPE_COUNTED})"]  # fmt: skip
 
 
 def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any) -> list[str]:
@@ -1045,7 +1051,8 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
         more = summary.get("n_gaps", len(gaps)) - len(gaps)
         listed = ", ".join(f"{g['dimension']} {g['value']} {g['n']}" for g in gaps)
         lines.append(f"  in the coverage gaps of the recent events (harvest.gap_window): {listed}"
-                     + (f" (and {more} smaller gaps)" if more > 0 else ""))  # fmt: skip
+                     + (f" (and {more} smaller gaps)" if more > 0 else "")
+                     + f"; {OUT_OF_SCOPE_COUNTED}")  # fmt: skip
     lines += document_gap_lines(summary.get("documents"))
     note = shed_note(summary)
     if note is not None:
