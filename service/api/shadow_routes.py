@@ -36,9 +36,8 @@ def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
         name: {k: v for k, v in body.items() if k != "disagreements"}
         for name, body in report["candidates"].items()
     }
-    nearest = runtime.live.analytics.topics_nearest()  # read without the lock, as /v1/status
     return {**report, "candidates": candidates, "gold": runtime.gold_run_status(),
-            "topics_are": nearest}  # fmt: skip
+            "topics_are": runtime.topics_nearest()}  # fmt: skip
 
 
 @router.get(
