@@ -147,6 +147,7 @@ def analytics_sections(
                 note=note,
                 left_out=left_out,
                 unlabelled=analytics.get("language_labels"),
+                scope_on=not (analytics.get("out_of_scope") or {}).get("off"),
             ),
             _shares(
                 "topics",
@@ -164,6 +165,7 @@ def analytics_sections(
                     analytics.get("topic_no_gold_rows_covered_now"),
                 ),
                 uncalibrated=(analytics.get("topic_quality") or {}).get("uncalibrated"),
+                scope_on=not (analytics.get("out_of_scope") or {}).get("off"),
             ),
             drift_section(
                 drift,
@@ -306,6 +308,7 @@ def _shares(
     left_out: Mapping[str, Any] | None = None,
     unlabelled: Mapping[str, Any] | None = None,
     uncalibrated: str | None = None,
+    scope_on: bool = True,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
@@ -318,7 +321,9 @@ def _shares(
     languages /metrics exports as ``other``, with the fix, and a mark on their coverage
     gaps), and ``uncalibrated`` (topics: why the assignment is too poor to act on,
     :func:`service.runtime.reports.topic_quality_report`; a warning that the shares are the
-    model's reading). Without gold counts (no gold set) only the live shares are shown."""
+    model's reading). Without gold counts (no gold set) only the live shares are shown.
+    ``scope_on``: the out-of-scope detector is on, so the coverage gaps' rule says they
+    count the questions it judges out of scope (the document shares do not)."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
@@ -406,7 +411,8 @@ def _shares(
     left_out = dim.get("coverage_gaps_left_out") or {}
     if gaps or left_out:
         parts.append(Markup(f"<h3>{esc(UNDER_COVERED_TITLE)}</h3>"))
-        parts.append(para(UNDER_COVERED_RULE, "muted"))
+        scope = f" {OUT_OF_SCOPE_COUNTED[0].upper()}{OUT_OF_SCOPE_COUNTED[1:]}." if scope_on else ""
+        parts.append(para(UNDER_COVERED_RULE + scope, "muted"))
     if gaps:
         parts.append(table(
             [name, "live share", "gold share", "live ÷ gold", "live − gold",
@@ -450,8 +456,7 @@ UNDER_COVERED_RULE = (
     "all live traffic so far; the gold share is taken as exact, since the gold set is the set "
     "being completed (goldwatch_coverage_gap_ratio exports that lower bound). Harvesting's "
     "coverage_gap reason uses the same rule over the last harvest.gap_window events, against "
-    "harvest.min_gap. An undetermined language or topic (und) is never listed. "
-    f"{OUT_OF_SCOPE_COUNTED[0].upper()}{OUT_OF_SCOPE_COUNTED[1:]}."
+    "harvest.min_gap. An undetermined language or topic (und) is never listed."
 )
 
 

@@ -618,7 +618,9 @@ def render_text(doc: ReplayReport) -> str:
     if terms_line := terms_quality_text(drift.get("terms")):
         lines.append(f"  {terms_line}")
     unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
-    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled)
+    scope_on = not (analytics.get("out_of_scope") or {}).get("off")  # judged out of scope
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled,
+                                scope_on=scope_on)  # fmt: skip
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     tested = [dim for dim, state in shown.items() if state != "off"]
     for dim in tested:
@@ -773,8 +775,9 @@ COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ go
 
 
 def coverage_gap_lines(
-    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = ()
-) -> list[str]:
+    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = (),
+    *, scope_on: bool = True,
+) -> list[str]:  # fmt: skip
     """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
     {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
     suppressed categories), one line for the language and
@@ -783,7 +786,8 @@ def coverage_gap_lines(
     Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known; a language of
     ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so. A
     second line says the questions judged out of scope count in these gaps, not in the
-    document shares (:data:`~service.coverage.OUT_OF_SCOPE_COUNTED`)."""
+    document shares (:data:`~service.coverage.OUT_OF_SCOPE_COUNTED`), unless ``scope_on`` is
+    false (the out-of-scope detector off: no question is judged out of scope)."""
     parts = []
     for dim in ("language", "topic"):
         body = drift.get(dim) or {}
@@ -802,8 +806,8 @@ def coverage_gap_lines(
         parts.append(f"{dim} {', '.join(gaps) or 'none'}")
     if not parts:
         return []
-    return [f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}",
-            f"    ({OUT_OF_SCOPE_COUNTED})"]  # fmt: skip
+    line = f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}"
+    return [line, f"    ({OUT_OF_SCOPE_COUNTED})"] if scope_on else [line]
 
 
 def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any) -> list[str]:
