@@ -596,6 +596,12 @@ class Runtime:
             self.engine.lock.release()
         return report
 
+    def topics_nearest(self) -> str | None:
+        """What the topic labels are while the novelty detector is untrusted (each question's
+        nearest gold topic, and why: :meth:`~service.runtime.analytics.Analytics.topics_nearest`),
+        or ``None``; read without the pipeline lock, as :meth:`status` reads it."""
+        return self.live.analytics.topics_nearest()
+
     def gold_accepted(self, question: Any) -> None:
         """A suggestion was accepted into the gold-set file: :meth:`request_gold_refresh`."""
         self.request_gold_refresh()

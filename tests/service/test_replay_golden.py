@@ -809,6 +809,10 @@ language's recall has its upper bound below 0.95; no estimate, no missed wording
 text). The refusal counts
 and every other field are unchanged. The production-shaped and 20k logs set no
 ``answer.refused``: nothing measured, their files unchanged.
+The demo's rewritten in the forty-first session (s41-words) for one added key, nothing else
+(field-for-field diff against the former file): ``analytics.refusals.text_recall.lines``
+(``[]``: no lower bound; with one, the four short lines the reports and the status page
+give). The production-shaped and 20k files unchanged (no ``text_recall``).
 """
 
 from __future__ import annotations
