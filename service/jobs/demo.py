@@ -37,6 +37,7 @@ from typing_extensions import TypedDict
 
 from service.api import listen
 from service.demo import demo_path
+from service.drift.stage import rate_moves
 from service.errors import GoldwatchError
 from service.settings import Settings, load_settings
 
@@ -327,7 +328,7 @@ def _hm(value: str | float) -> str:
 
 def _effect(alarm: dict[str, Any]) -> str:
     if "rate_current" in alarm:
-        return f" ({alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%})"
+        return f" ({rate_moves(alarm)})"
     jsd = alarm.get("js_divergence")
     return f" (JSD {jsd:.3f})" if jsd is not None else ""
 
