@@ -310,13 +310,13 @@ def _sustained(
             continue
         inside, paired, ends = inside[eligible], paired[eligible], ends[eligible]
         runs = np.flatnonzero(eligible) + 1  # points in each run
-        n, mean, p_values = _paired_many(inside - before, paired)
+        n_pairs, mean, p_values = _paired_many(inside - before, paired)
         tests += len(ends)
         for j in np.flatnonzero(mean < 0):
             pairs = paired[j]
             lower.append((_rounded(float(p_values[j])), first, -int(ends[j]), float(mean[j]), {
                 "start": first, "end": starts[ends[j] - 1] + width, "points": int(runs[j]),
-                "questions": int(n[j]), f"question_{measure}": float(inside[j][pairs].mean()),
+                "questions": int(n_pairs[j]), f"question_{measure}": float(inside[j][pairs].mean()),
                 f"before_question_{measure}": float(before[pairs].mean()),
             }))  # fmt: skip
     if not tests:

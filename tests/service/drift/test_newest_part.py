@@ -63,8 +63,9 @@ def test_the_alarm_reads_the_newest_part_first() -> None:
     report = detector.reports["reference"]
     assert report.state == "drift"
     # the latest test, at 24:00, reads the 1 min buckets ending in the watermark's: the
-    # window 00:01 … 24:00 (240 events: 00:00's 0 out, 24:00's in; the 30 ones), the newest 5 h 19:01 …
-    # 24:00 (hour 19's 9 events after 19:00, hours 20-23's 40 and 24:00's 1): 29 of 50
+    # window 00:01 … 24:00 (240 events: 00:00's 0 out, 24:00's in; the 30 ones), the
+    # newest 5 h 19:01 … 24:00 (hour 19's 9 events after 19:00, hours 20-23's 40 and
+    # 24:00's 1): 29 of 50
     data = report.to_dict()
     assert (data["recent_s"], data["window_s"]) == (5 * HOUR, 24 * HOUR)
     assert (data["n_recent"], data["rate_recent"]) == (50, 29 / 50)
