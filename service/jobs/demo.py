@@ -37,7 +37,6 @@ from typing_extensions import TypedDict
 
 from service.api import listen
 from service.demo import demo_path
-from service.drift.stage import rate_moves
 from service.errors import GoldwatchError
 from service.settings import Settings, load_settings
 
@@ -328,6 +327,8 @@ def _hm(value: str | float) -> str:
 
 def _effect(alarm: dict[str, Any]) -> str:
     if "rate_current" in alarm:
+        from service.drift.stage import rate_moves  # (numpy, scipy: not before the port binds)
+
         return f" ({rate_moves(alarm)})"
     jsd = alarm.get("js_divergence")
     return f" (JSD {jsd:.3f})" if jsd is not None else ""
