@@ -121,6 +121,11 @@ LEVEL = 0.05
 #: Point widths tried, narrowest first (seconds); only multiples of the series' width.
 WIDTHS_S = (3600.0, 7200.0, 3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0,
             7 * 86400.0)  # fmt: skip
+#: Most run starts, and most run ends, the sustained-change scan tests (:func:`_sustained`):
+#: past it, evenly spaced tested points (the first and last kept), so the scan costs at most
+#: ``MAX_RUN_EDGES`` ² runs × the questions asked at two points or more, whatever the series'
+#: length (the review of session 41: 500 points × 7,800 questions took 61 s and 408 MB).
+MAX_RUN_EDGES = 64
 #: Share of the results the drawn points (of ``min_n`` or more) should hold.
 COVER = 0.8
 #: What the worst point's test compares, per question, by measure.
@@ -272,7 +277,9 @@ def _sustained(
     asked on both sides: each question's mean inside the run minus its mean before, by the
     paired t-test (:func:`_paired_many`). A run is tested when ``min_n`` questions pair.
     The lowest p among the tested runs whose mean difference is below 0 is beyond noise when
-    ``p < level / tests`` (Bonferroni over every run tested, whichever way it moved; ties:
+    ``p < level / tests`` (Bonferroni over every run tested, whichever way it moved; past
+    :data:`MAX_RUN_EDGES` tested points, runs start and end only at that many evenly spaced
+    ones, :func:`_edges`, so a reported start or end may be off by the spacing; ties:
     the earliest start, then the longest run). The paired t is blind to dilution (a run
     that starts before the change has proportionally smaller differences and can have the
     same t), so the run reported when beyond noise is, of the runs beyond noise that end
@@ -284,24 +291,36 @@ def _sustained(
         return None
     starts = sorted({math.floor(float(b["start"]) / width) * width for b in buckets})
     row = {start: i for i, start in enumerate(starts)}
-    keys = sorted({key for b in buckets for key in cells(b)})
+    firsts = lasts = set(_edges(tested))
+    rows_of: dict[str, set[int]] = {}
+    for bucket in buckets:
+        r = row[math.floor(float(bucket["start"]) / width) * width]
+        for key in cells(bucket):
+            rows_of.setdefault(key, set()).add(r)
+    # a question asked at one point only can never pair (it needs a point before and one in)
+    keys = sorted(key for key, rows in rows_of.items() if len(rows) > 1)
     column = {key: i for i, key in enumerate(keys)}
     events = np.zeros((len(starts) + 1, len(keys)))
     sums = np.zeros((len(starts) + 1, len(keys)))
     for bucket in buckets:
         r = row[math.floor(float(bucket["start"]) / width) * width] + 1
         for key, (n, total) in cells(bucket).items():
-            events[r, column[key]] += float(n)
-            sums[r, column[key]] += float(total)
+            if key in column:
+                events[r, column[key]] += float(n)
+                sums[r, column[key]] += float(total)
     events, sums = np.cumsum(events, axis=0), np.cumsum(sums, axis=0)  # row r: points < r
     tests, lower = 0, []  # lower: (p, start, -end row, mean difference, the run's figures)
     for i, first in enumerate(tested):
+        if first not in firsts:
+            continue
         before_n, before_sum = events[row[first]], sums[row[first]]
         seen = before_n > 0
         if int(seen.sum()) < min_n:
             continue
         before = np.where(seen, before_sum / np.where(seen, before_n, 1.0), 0.0)
-        ends = np.array([row[last] + 1 for last in tested[i:]])
+        ends = np.array([row[last] + 1 for last in tested[i:] if last in lasts])
+        if not len(ends):
+            continue
         run_n, run_sum = events[ends] - before_n, sums[ends] - before_sum
         paired = (run_n > 0) & seen
         inside = np.where(paired, run_sum / np.where(paired, run_n, 1.0), 0.0)
@@ -309,7 +328,8 @@ def _sustained(
         if not eligible.any():
             continue
         inside, paired, ends = inside[eligible], paired[eligible], ends[eligible]
-        runs = np.flatnonzero(eligible) + 1  # points in each run
+        points_to = np.array([tested.index(last) - i + 1 for last in tested[i:] if last in lasts])
+        runs = points_to[eligible]  # tested points in each run
         n_pairs, mean, p_values = _paired_many(inside - before, paired)
         tests += len(ends)
         for j in np.flatnonzero(mean < 0):
@@ -332,6 +352,16 @@ def _sustained(
     return {"found": True, **figures,
             "test": f"paired t-test on per-question {_MEASURES[measure]}",
             **_verdict(best[0], tests, level)}  # fmt: skip
+
+
+def _edges(tested: Sequence[float]) -> list[float]:
+    """The tested points a run may start (or end) at: all of them up to
+    :data:`MAX_RUN_EDGES`, else that many evenly spaced (the first and last kept; indices
+    rounded half to even by NumPy), in order. Bonferroni counts only the runs tested."""
+    if len(tested) <= MAX_RUN_EDGES:
+        return list(tested)
+    picked = np.unique(np.rint(np.linspace(0, len(tested) - 1, MAX_RUN_EDGES)).astype(int))
+    return [tested[int(i)] for i in picked]
 
 
 def _rounded(value: float) -> float:

@@ -420,3 +420,18 @@ def test_a_stationary_stream_stays_quiet_and_a_planted_drop_is_found() -> None:
 
     assert count(40, drop=False, agreement=False)["sustained"] <= 5
     assert count(10, drop=True, agreement=False)["sustained"] >= 9
+
+
+def test_run_edges_are_capped_evenly_with_the_ends_kept() -> None:
+    """Session 41's review: the sustained scan tested every run of up to 500 points (61 s,
+    408 MB on a shadow candidate). Past MAX_RUN_EDGES tested points, runs start and end only at
+    that many evenly spaced ones: 100 points -> 64 edges, 0 and 99 kept, steps of 99/63 ~ 1.57
+    rounded, so every gap is 1 or 2 points; at or under the cap, every point."""
+    from service.quality.over_time import MAX_RUN_EDGES, _edges
+
+    assert MAX_RUN_EDGES == 64
+    few = [float(i) for i in range(64)]
+    assert _edges(few) == few
+    edges = _edges([float(i) for i in range(100)])
+    assert len(edges) == 64 and edges[0] == 0.0 and edges[-1] == 99.0
+    assert {b - a for a, b in zip(edges, edges[1:], strict=False)} == {1.0, 2.0}
