@@ -634,7 +634,7 @@ def _sustained_text(track: Mapping[str, Any], what: str, measure: str) -> str:
     """The sustained-change verdict and ``"; "``, ``""`` when no run was tested: ``"sustained:
     from 2026-11-05 00:00 UTC to the end (22 points), hit rate LOWER beyond noise (paired
     t-test on per-question hit rates, 40 questions asked in it and before it: 0.503 in it
-    against 1.000 before it: p 5.7e-19 < 0.05/1275, Bonferroni over the runs of consecutive
+    against 1.000 before it: p 5.7e-19 < 0.05/1273, Bonferroni over the runs of consecutive
     points tested against the points before them); "`` (module docstring, "A sustained
     change")."""
     run = track.get("sustained")
