@@ -83,6 +83,7 @@ from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
+from service.drift.stage import rate_moves
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     operating_point_summary,
@@ -685,7 +686,7 @@ def render_text(doc: ReplayReport) -> str:
             why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
             lines.append(f"  ended  {where}: {why}")
         elif "rate_current" in alarm:
-            rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
+            rates = rate_moves(alarm)
             # out_of_scope's windows: only the stable verdicts, not the share's every one
             rates += windows_count(alarm["dimension"], drift.get(alarm["dimension"]) or {})
             lines.append(f"  DRIFT  {where}: {rates}")
