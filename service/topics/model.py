@@ -34,9 +34,10 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   languages often cluster by language; without this rule such a topic's c-TF-IDF terms were
   its language's function words ("die, wie, wann", "का, क्या, था"): distinctive of the
   cluster, silent on its subject. English labels are unchanged (the demo, CLINC150). The
-  stop words of each text's language (:func:`service.text.stop_words.stop_words`: the
-  stopwords-iso list of any language the detector labels, with the detector's own function
-  words and romanized Hindi's) are dropped from that language's texts whatever their number:
+  stop words of each text's language (:func:`service.text.stop_words.stop_words`: for a
+  Latin-script language the detector's own function words, for Hindi, Arabic-script and
+  Cyrillic languages the stopwords-iso lists less their content words, for romanized Hindi
+  its function words) are dropped from that language's texts whatever their number:
   a new user's German gold set (14 German rows, fewer than :data:`MIN_LANGUAGE_TEXTS`) had
   topics labelled "für, ein", and trial 41's 26 Hindi rows "के, है, में". A topic whose words
   all fail these rules is labelled with a note saying why, never with its id alone.
@@ -261,7 +262,9 @@ class TopicInfo(NamedTuple):
         id: the stable identity of an unsupervised topic (``None`` when supervised: the label
             is the identity).
         label_note: why the terms are of one question each, or why there are none
-            (``None``: the terms are as the rules give them; :func:`_top_terms`).
+            (``None``: the terms are as the rules give them; :func:`_top_terms`). Saved in the
+            model state's top-level ``label_notes`` (``{topic id: note}``), not in the topic's
+            dict, so that a goldwatch of before loads the model.
     """
 
     name: str
@@ -344,8 +347,10 @@ class TopicModel:
         self.novelty_hubness = int(state.get("novelty_hubness", 0))  # 0 in older artefacts
         penalty = state.get("novelty_penalty")  # (m,) r_h(g)/2 of each reference row, or None
         self._penalty = None if penalty is None else np.asarray(penalty, dtype=np.float32)
+        notes = state.get("label_notes") or {}  # {topic id: note}; absent before s42
         self.topics = tuple(TopicInfo(**{**t, "top_terms": tuple(t["top_terms"]),
-                                         "examples": tuple(t["examples"])})
+                                         "examples": tuple(t["examples"]),
+                                         "label_note": notes.get(t.get("id"))})
                             for t in state["topics"])  # fmt: skip
         self.threshold = float(state["threshold"])
         self.supervised = bool(state["supervised"])
@@ -440,11 +445,13 @@ class TopicModel:
                            strict=True)  # fmt: skip
         examples = _examples(texts, topical, assigned, centroids, config.n_examples)
         topics = [
-            {"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i,
-             **({} if note is None else {"label_note": note})}
-            for n, t, s, e, i, note in zip(names, terms, sizes, examples, topic_ids, notes,
-                                           strict=True)
-        ]  # fmt: skip
+            {"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
+            for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)
+        ]
+        # a top-level key, not a topic's: a model saved now loads in a goldwatch of before
+        # (its loader builds TopicInfo(**topic) and ignores keys it does not read)
+        label_notes = {int(i): note for i, note in zip(topic_ids, notes, strict=True)
+                       if i is not None and note is not None}  # fmt: skip
         centre = None
         if config.novelty_centring:
             centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
@@ -479,6 +486,7 @@ class TopicModel:
             "novelty_hubness": hubness,
             "novelty_penalty": penalty,
             "topics": topics,
+            "label_notes": label_notes,
             "threshold": threshold,
             "supervised": labels is not None,
             "embedder": embedder.name,
