@@ -41,6 +41,10 @@ MARK_BY_FIXTURE: dict[str, frozenset[str]] = {
     "prometheus": frozenset({"promtool"}),
     "chromium": frozenset({"chromium"}),
 }
+#: Tiers whose tests run one at a time under pytest-xdist (one ``xdist_group``): they start
+#: brokers, servers, browsers and pipelines of their own or measure wall-clock behaviour, and were
+#: written for a machine where nothing else of the suite runs beside them.
+HEAVY: tuple[str, ...] = ("slow", "kafka", "prometheus", "chromium", "reliability")
 SHARED_DATA = Path(os.environ.get("GOLDWATCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
@@ -72,8 +76,20 @@ def demo_replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by the real components it uses and by its folder (see the docstring)."""
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per core this process may run on
+    (``os.sched_getaffinity``; xdist's own count may take physical cores or the host's)."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by the real components it uses and by its folder (see the docstring).
+
+    Under pytest-xdist (``-n auto --dist loadgroup``, pyproject's addopts) every test of a heavy
+    tier (:data:`HEAVY`: real brokers, servers, browsers, subprocess pipelines, wall-clock and
+    fault tests) goes to one group, so they run one at a time on one worker, as in a serial
+    run, while the other workers take the fast tier's unit tests beside them."""
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for mark, fixtures in MARK_BY_FIXTURE.items():
@@ -81,3 +97,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(mark)
         if item.path.is_relative_to(RELIABILITY) and not item.get_closest_marker("reliability"):
             item.add_marker("reliability")
+        if grouped and any(item.get_closest_marker(mark) for mark in HEAVY):
+            item.add_marker(pytest.mark.xdist_group("heavy"))
