@@ -703,6 +703,12 @@ class CategoryWindow:
         last = math.floor(self.watermark / self.bucket_s)
         return last - math.ceil(span_s / self.bucket_s) + 1, last
 
+    def bucket_snapshot(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """``(buckets, totals)``: the retained buckets (numbers, ``floor(t / bucket_s)``) that
+        hold events, and the events of each, all categories together (new arrays)."""
+        here = self._slot_bucket != _EMPTY
+        return self._slot_bucket[here].copy(), self._counts[here].sum(axis=1)
+
     def counts_between(self, first: int, last: int) -> dict[str, int] | None:
         """Counts of the buckets ``first`` to ``last`` (as :meth:`bucket_range` gives them),
         or ``None`` once the oldest of them may have left the retained history (a newer
@@ -895,6 +901,16 @@ class ComparisonWindows:
     def __init__(self, config: WindowConfig, min_count: int, has_reference: bool) -> None:
         self.config, self.min_count = config, min_count
         self.window = config.window(has_reference)
+        #: the spans whose busiest window is kept (:attr:`busiest_held`): the windows tested
+        self._sized = sorted({config.window_s, *([config.reference_window_s] * has_reference)})
+        #: span (seconds) -> the most events any window of that span held, over the events'
+        #: times (windows of whole buckets ending at each bucket up to the watermark),
+        #: whatever the test cadence (:meth:`_track_busiest`); ``{}`` before any event (or
+        #: after a restore of a snapshot written before session 41)
+        self.busiest_held: dict[float, int] = {}
+        #: the earliest bucket an event was added to (``None``: none yet, or an older
+        #: snapshot), from which :meth:`mean_held` measures the rate
+        self.first_bucket: int | None = None
         self._span = math.ceil(config.warmup_s / config.bucket_s)  # the baseline's buckets
         self._base: dict[int, dict[str, int]] = {}  # bucket -> counts, within the span
         #: :meth:`_base_counts` of ``_base`` as it is (``None``: changed since)
@@ -973,6 +989,7 @@ class ComparisonWindows:
             whole = start == 0 and end == len(ts)  # (the common case: no test inside)
             known = watermarks if whole else _part(watermarks, start, end) if plain else None
             inside = stops[bisect_right(stops, start) : bisect_left(stops, end)]
+            before = self.window.bucket_snapshot()
             self.window.update_many(
                 categories[start:end], ts[start:end],
                 now[start:end] if each else now,  # type: ignore[index]
@@ -981,6 +998,7 @@ class ComparisonWindows:
             )  # fmt: skip
             self._added()
             self._count_behind(streams)
+            self._track_busiest(before)
             self._take_baseline()
             if on_added is not None:
                 on_added(start, end)
@@ -1068,6 +1086,52 @@ class ComparisonWindows:
             return False
         self._test(on_tick, 0, freeze=False)
         return True
+
+    def _track_busiest(self, before: tuple[NDArray[np.int64], NDArray[np.int64]]) -> None:
+        """Update :attr:`busiest_held` and :attr:`first_bucket` with the events the last
+        window update added; ``before``: :meth:`CategoryWindow.bucket_snapshot` taken just
+        before it (an update spanning more than the history kept overwrites buckets its own
+        windows need: a replay's batch of 12 h against a 1 h ring). The windows (of each
+        span tested) that could hold one of the events end between its earliest bucket and
+        the watermark's (a window ending later holds a part of the one ending there): only
+        those are summed again, from ``before`` plus the events added. Exact whatever the
+        batching (an event behind the history kept before the update, which only a stream
+        read late can add, misses the buckets of that history: never more than the true
+        count)."""
+        w = self.window
+        stamps = w.last_accepted
+        if not len(stamps) or w.watermark is None:
+            return
+        size = w.bucket_s
+        added = np.floor(stamps / size).astype(np.int64)
+        lo, hi = int(added.min()), int(added.max())
+        top = math.floor(w.watermark / size)
+        self.first_bucket = lo if self.first_bucket is None else min(self.first_bucket, lo)
+        kept, totals = before
+        for span in self._sized:
+            width = math.ceil(span / size)
+            base, end = lo - width + 1, min(hi + width - 1, top)
+            counts = np.bincount(added - base, minlength=end - base + 1)[: end - base + 1]
+            inside = (kept >= base) & (kept <= end)
+            np.add.at(counts, kept[inside] - base, totals[inside])
+            sums = np.concatenate([[0], np.cumsum(counts)])
+            most = int((sums[width:] - sums[:-width]).max())
+            if most > self.busiest_held.get(span, 0):
+                self.busiest_held[span] = most
+
+    def mean_held(self, span_s: float) -> float:
+        """The mean events a window of ``span_s`` seconds held over the events' times: the
+        events added (:attr:`CategoryWindow.accepted`) over the buckets from
+        :attr:`first_bucket` to the watermark's, times the span's buckets — the rate a
+        window of that span holds on average, whatever the test cadence. ``0.0`` before
+        the events span one whole window (too little time to say), or without
+        :attr:`first_bucket` (an older snapshot)."""
+        w = self.window
+        if self.first_bucket is None or w.watermark is None:
+            return 0.0
+        width = math.ceil(span_s / w.bucket_s)
+        covered = math.floor(w.watermark / w.bucket_s) - self.first_bucket + 1
+        return w.accepted * width / covered if covered >= width else 0.0
 
     def _count_behind(self, streams: Sequence[str] | None) -> None:
         """Count the events the last update added at or before the last test's watermark."""
@@ -1251,6 +1315,8 @@ class ComparisonWindows:
             "tested_at": self._tested_at,
             "behind": self._behind,
             "short_warmups": [self.short_warmups, self.short_warmup_count],
+            "busiest_held": [[span, n] for span, n in sorted(self.busiest_held.items())],
+            "first_bucket": self.first_bucket,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -1279,3 +1345,8 @@ class ComparisonWindows:
         self._tested_at, self._behind = state.get("tested_at"), int(state.get("behind") or 0)
         short = state.get("short_warmups") or [0, 0]  # (older snapshots: none counted)
         self.short_warmups, self.short_warmup_count = int(short[0]), int(short[1])
+        # (older snapshots: none kept; the detectors then size their advice by the windows
+        # they tested, as before)
+        self.busiest_held = {float(span): int(n) for span, n in state.get("busiest_held") or []}
+        first = state.get("first_bucket")
+        self.first_bucket = None if first is None else int(first)
