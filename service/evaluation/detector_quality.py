@@ -274,6 +274,40 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     return f"measured on only {n} {what}; needs at least {min_class}"
 
 
+def scope_calibration_advice(quality: DetectorQuality, floor: float, min_class: int) -> str:
+    """What to add to the gold set to calibrate an uncalibrated out-of-scope detector.
+
+    Its quality is measured on the gold set: the ROC AUC of its score between the
+    ``unanswerable`` rows (``n_neg``) and the answerable ones (``n_pos``). Unanswerable rows
+    on the corpus's own subjects (a question its passages happen not to answer: trial 41's
+    NoMIRACL ``non_relevant`` rows, AUC 0.617) are the hardest case and leave off-topic
+    traffic unrepresented; questions the corpus is not about are what live off-topic
+    traffic looks like. The count: an AUC is the mean, over the unanswerable rows, of the
+    share of answerable rows each is ranked beyond (Hanley & McNeil 1982), so ``k`` new rows
+    each ranked beyond every answerable one lift it to ``(n·auc + k) / (n + k)``; the
+    floor needs ``k ≥ n·(floor − auc) / (1 − floor)``, and at least ``min_class − n`` for
+    the class size — a least count (rows that read less clearly need more; the detector is
+    refitted on them).
+
+    >>> scope_calibration_advice(DetectorQuality(0.617, 0.454, 0.765, 0.6, 40, 18), 0.75, 10)[:60]
+    'add at least 10 off-topic questions as gold rows with kind: u'
+    """
+    n, auc = quality.n_neg, quality.auc
+    k = max(0, min_class - n)
+    if not math.isnan(auc) and auc < floor < 1:
+        k = max(k, math.ceil(round(n * (floor - auc) / (1 - floor), 9)))
+    least = f"at least {k} " if k else ""
+    return (f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
+            "[] — questions your users ask that the corpus is not about (another product, "
+            "small talk), in each language served; the detector is measured on how its "
+            "score separates the gold set's unanswerable rows from the answerable ones, and "
+            "unanswerable rows on the corpus's own subjects are the hardest case and show "
+            "nothing of off-topic traffic"
+            + (f" ({k} such rows, each read out of scope, would lift its ROC AUC over all "
+               f"{n + k} unanswerable rows to the floor {floor:.2f}; more if some read less "
+               "clearly)" if k and not math.isnan(auc) and auc < floor else ""))
+
+
 def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:
     """``(tpr + 1 − u) / 2``, in [0, 1]: the balanced accuracy with the false-positive rate at
     ``u``, the upper end of the Wilson 95 % interval of ``fpr`` over ``n_neg`` negatives
