@@ -1294,7 +1294,7 @@ def _about(seconds: float) -> str:
     if not text.endswith(" s") or seconds < 3600:
         return text
     days = seconds / 86_400
-    return f"{text}, about {days:.1f} days" if days >= 2 else f"{text}, about {seconds / 3600:.1f} h"
+    return f"{text}, about " + (f"{days:.1f} days" if days >= 2 else f"{seconds / 3600:.1f} h")
 
 
 def sparse_tests(
@@ -1402,8 +1402,9 @@ def insufficient_reason(
                            f"{detector.min_count} (an earlier one held {busiest}); "
                            f"{advice}")  # fmt: skip
         elif between and sparse:  # the windows were full enough: the tests missed them
-            reasons.append(f"no {_duration(span)} window tested reached {detector.min_count} "
-                           f"{unit}, though one held {busiest} between tests: {sparse}")  # fmt: skip
+            reasons.append(f"no {_duration(span)} window tested reached "
+                           f"{detector.min_count} {unit}, though one held {busiest} between "
+                           f"tests: {sparse}")  # fmt: skip
         elif between:
             reasons.append(f"traffic hovers at the threshold: no {_duration(span)} window "
                            f"tested reached {detector.min_count} {unit}, though one held "
@@ -1503,7 +1504,8 @@ def detectable_change(
         return cannot(f"its {_duration(span)} windows hold fewer than {count_key} "
                       f"({detector.min_count}) {unit} ({held}); raise "
                       f"{SETTINGS}.{key}{about} ({at_mean}or lower "
-                      f"{SETTINGS}.{count_key})" + (f"; and {sparse}" if sparse else ""))  # fmt: skip
+                      f"{SETTINGS}.{count_key})"
+                      + (f"; and {sparse}" if sparse else ""))  # fmt: skip
     if sparse and max(detector.busiest.get(comparison, 0), n_current) < detector.min_count:
         # (the windows hold enough, but no test fell where one did)
         return cannot(f"its {_duration(span)} windows hold up to {busiest} {unit}, but "

@@ -297,15 +297,21 @@ def scope_calibration_advice(quality: DetectorQuality, floor: float, min_class: 
     if not math.isnan(auc) and auc < floor < 1:
         k = max(k, math.ceil(round(n * (floor - auc) / (1 - floor), 9)))
     least = f"at least {k} " if k else ""
-    return (f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
-            "[] — questions your users ask that the corpus is not about (another product, "
-            "small talk), in each language served; the detector is measured on how its "
-            "score separates the gold set's unanswerable rows from the answerable ones, and "
-            "unanswerable rows on the corpus's own subjects are the hardest case and show "
-            "nothing of off-topic traffic"
-            + (f" ({k} such rows, each read out of scope, would lift its ROC AUC over all "
-               f"{n + k} unanswerable rows to the floor {floor:.2f}; more if some read less "
-               "clearly)" if k and not math.isnan(auc) and auc < floor else ""))
+    return (
+        f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
+        "[] — questions your users ask that the corpus is not about (another product, "
+        "small talk), in each language served; the detector is measured on how its "
+        "score separates the gold set's unanswerable rows from the answerable ones, and "
+        "unanswerable rows on the corpus's own subjects are the hardest case and show "
+        "nothing of off-topic traffic"
+        + (
+            f" ({k} such rows, each read out of scope, would lift its ROC AUC over all "
+            f"{n + k} unanswerable rows to the floor {floor:.2f}; more if some read less "
+            "clearly)"
+            if k and not math.isnan(auc) and auc < floor
+            else ""
+        )
+    )
 
 
 def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:

@@ -35,8 +35,8 @@ from service.evaluation.detector_quality import (
     class_rates_text,
     measure_auc,
     misjudged_answerable,
-    scope_calibration_advice,
     misjudged_unanswerable,
+    scope_calibration_advice,
     too_few,
 )
 from service.files.fit_cache import Memo, no_memo

@@ -1,0 +1,61 @@
+"""Trial 41 L2: an uncalibrated out-of-scope detector says what to add to calibrate it: off-topic
+questions as ``unanswerable`` gold rows, and at least how many."""
+
+from __future__ import annotations
+
+import copy
+import html
+
+from service.evaluation.detector_quality import DetectorQuality, scope_calibration_advice
+from service.html.rates import refusals_section
+from service.jobs.replay import render_text
+from service.runtime.analytics import Analytics
+from tests.service.html import samples
+
+
+def _quality(auc: float, n_pos: int, n_neg: int) -> DetectorQuality:
+    return DetectorQuality(auc, max(0.0, auc - 0.15), min(1.0, auc + 0.15), 0.95, n_pos, n_neg)
+
+
+def test_the_count_lifts_the_auc_to_the_floor() -> None:
+    # the trial: 18 unanswerable rows (in-domain), AUC 0.617, floor 0.75. An AUC is the mean
+    # over the unanswerable rows, so k rows scored beyond every answerable one give
+    # (18 * 0.617 + k) / (18 + k): k = 9 gives 20.106 / 27 = 0.7447 < 0.75, k = 10 gives
+    # 21.106 / 28 = 0.7538 >= 0.75
+    advice = scope_calibration_advice(_quality(0.617, 40, 18), 0.75, 10)
+    assert advice.startswith("add at least 10 off-topic questions as gold rows with kind: "
+                             "unanswerable and gold: []")  # fmt: skip
+    assert "(10 such rows, each read out of scope, would lift its ROC AUC over all 28 " in advice
+    # too few rows, good AUC: the class size sets it (10 - 4 = 6), no AUC sentence
+    few = scope_calibration_advice(_quality(0.95, 40, 4), 0.75, 10)
+    assert few.startswith("add at least 6 off-topic questions") and "lift its ROC AUC" not in few
+    # both: 4 rows at 0.5 need 4 * 0.25 / 0.25 = 4 for the AUC, 6 for the class size: 6
+    assert scope_calibration_advice(_quality(0.5, 40, 4), 0.75, 10).startswith("add at least 6 ")
+    # 30 rows at 0.5: 30 * 0.25 / 0.25 = 30 (60 rows: (15 + 30) / 60 = 0.75)
+    assert scope_calibration_advice(_quality(0.5, 40, 30), 0.75, 10).startswith("add at least 30 ")
+
+
+def test_only_an_uncalibrated_scope_detector_gets_advice() -> None:
+    analytics = Analytics(stages=[], quality_min_class=10)
+    analytics.detector_quality["out_of_scope"] = _quality(0.617, 40, 18)
+    analytics.detector_quality["novelty"] = _quality(0.6, 40, 18)
+    assert (analytics.to_calibrate("out_of_scope") or "").startswith("add at least 10 ")
+    assert analytics.to_calibrate("novelty") is None  # (its advice is not this one)
+    analytics.detector_quality["out_of_scope"] = _quality(0.9, 40, 18)
+    assert analytics.to_calibrate("out_of_scope") is None
+
+
+def test_the_reports_print_it() -> None:
+    advice = scope_calibration_advice(_quality(0.617, 40, 18), 0.75, 10)
+    doc = copy.deepcopy(samples.replay_report())
+    doc["gold_candidates"] = None
+    scope = doc["analytics"]["out_of_scope"]
+    scope["uncalibrated"] = (
+        "out_of_scope ROC AUC 0.617 [0.454, 0.765] is below the quality floor 0.75"
+    )
+    scope["quality"] = {**_quality(0.617, 40, 18).as_dict(), "to_calibrate": advice}
+    lines = render_text(doc).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("out of scope (UNCALIBRATED"))
+    assert f"  to calibrate it: {advice}" in lines[at + 1 : at + 4]
+    page = html.unescape(str(refusals_section(doc["analytics"], None)))
+    assert f"To calibrate it: {advice}." in page
