@@ -1347,6 +1347,9 @@ class ComparisonWindows:
         self.short_warmups, self.short_warmup_count = int(short[0]), int(short[1])
         # (older snapshots: none kept; the detectors then size their advice by the windows
         # they tested, as before)
-        self.busiest_held = {float(span): int(n) for span, n in state.get("busiest_held") or []}
+        # (keyed by the configured spans as they are: a snapshot's JSON turns 600 into 600.0)
+        sized = {float(span): span for span in self._sized}
+        self.busiest_held = {sized.get(float(span), float(span)): int(n)
+                             for span, n in state.get("busiest_held") or []}  # fmt: skip
         first = state.get("first_bucket")
         self.first_bucket = None if first is None else int(first)
