@@ -274,28 +274,52 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     return f"measured on only {n} {what}; needs at least {min_class}"
 
 
-def scope_calibration_advice(quality: DetectorQuality, floor: float, min_class: int) -> str:
+def scope_calibration_advice(
+    quality: DetectorQuality, floor: float, min_class: int, min_balanced_accuracy: float = 0.0
+) -> str:
     """What to add to the gold set to calibrate an uncalibrated out-of-scope detector.
 
     Its quality is measured on the gold set: the ROC AUC of its score between the
-    ``unanswerable`` rows (``n_neg``) and the answerable ones (``n_pos``). Unanswerable rows
-    on the corpus's own subjects (a question its passages happen not to answer: trial 41's
-    NoMIRACL ``non_relevant`` rows, AUC 0.617) are the hardest case and leave off-topic
-    traffic unrepresented; questions the corpus is not about are what live off-topic
-    traffic looks like. The count: an AUC is the mean, over the unanswerable rows, of the
-    share of answerable rows each is ranked beyond (Hanley & McNeil 1982), so ``k`` new rows
-    each ranked beyond every answerable one lift it to ``(n·auc + k) / (n + k)``; the
-    floor needs ``k ≥ n·(floor − auc) / (1 − floor)``, and at least ``min_class − n`` for
-    the class size — a least count (rows that read less clearly need more; the detector is
-    refitted on them).
+    ``unanswerable`` rows (``n_neg``) and the answerable ones (``n_pos``), and the balanced
+    accuracy at its threshold with the false-positive rate (unanswerable rows judged in
+    scope) at its Wilson upper bound. Unanswerable rows on the corpus's own subjects (a
+    question its passages happen not to answer: trial 41's NoMIRACL ``non_relevant`` rows,
+    AUC 0.617) are the hardest case and leave off-topic traffic unrepresented; questions
+    the corpus is not about are what live off-topic traffic looks like. The count ``k`` is
+    the least number of new rows that reach every floor if each reads clearly out of scope:
 
-    >>> scope_calibration_advice(DetectorQuality(0.617, 0.454, 0.765, 0.6, 40, 18), 0.75, 10)[:60]
-    'add at least 10 off-topic questions as gold rows with kind: u'
+    * an AUC is the mean, over the unanswerable rows, of the share of answerable rows each
+      is ranked beyond (Hanley & McNeil 1982), so ``k`` rows ranked beyond every answerable
+      one lift it to ``(n·auc + k) / (n + k)``: ``k ≥ n·(floor − auc) / (1 − floor)``;
+    * judged out of scope, they leave the false positives as they are, over ``n + k`` rows:
+      the least ``k`` whose :func:`bounded_balanced_accuracy` reaches
+      ``min_balanced_accuracy`` (none when the answerable side alone keeps it below:
+      ``(tpr + 1) / 2`` under the floor);
+    * ``min_class − n`` for the class size.
+
+    More are needed when some read less clearly (the detector is refitted on them).
+
+    >>> scope_calibration_advice(DetectorQuality(0.617, 0.454, 0.765, 0.95, 40, 18), 0.75, 10)[:60]
+    'add at least 10 off-topic questions as gold rows with kind: '
     """
     n, auc = quality.n_neg, quality.auc
     k = max(0, min_class - n)
     if not math.isnan(auc) and auc < floor < 1:
         k = max(k, math.ceil(round(n * (floor - auc) / (1 - floor), 9)))
+    tpr, fpr = quality.tpr, quality.fpr
+    if min_balanced_accuracy > 0 and not (math.isnan(tpr) or math.isnan(fpr)):
+        if (tpr + 1) / 2 < min_balanced_accuracy:
+            k = 0  # (more unanswerable rows cannot lift it: the answerable side is short)
+        else:
+            wrong = round(fpr * n)
+            more = k
+            while (
+                more < 10_000
+                and bounded_balanced_accuracy(tpr, wrong / (n + more), n + more)
+                < min_balanced_accuracy
+            ):
+                more += 1
+            k = more if more < 10_000 else 0
     least = f"at least {k} " if k else ""
     return (
         f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
@@ -305,10 +329,9 @@ def scope_calibration_advice(quality: DetectorQuality, floor: float, min_class: 
         "unanswerable rows on the corpus's own subjects are the hardest case and show "
         "nothing of off-topic traffic"
         + (
-            f" ({k} such rows, each read out of scope, would lift its ROC AUC over all "
-            f"{n + k} unanswerable rows to the floor {floor:.2f}; more if some read less "
-            "clearly)"
-            if k and not math.isnan(auc) and auc < floor
+            f" ({k} such rows, each read out of scope, would bring the {n + k} unanswerable "
+            "rows to the quality floors; more if some read less clearly)"
+            if k
             else ""
         )
     )

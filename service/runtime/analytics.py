@@ -202,7 +202,10 @@ class Analytics:
         quality = self.detector_quality.get(detector)
         if detector != "out_of_scope" or quality is None or self.uncalibrated(detector) is None:
             return None
-        return scope_calibration_advice(quality, self.quality_floor, self.quality_min_class)
+        return scope_calibration_advice(
+            quality, self.quality_floor, self.quality_min_class,
+            balanced_accuracy_floor(detector, self.min_balanced_accuracy),
+        )  # fmt: skip
 
     def topics_nearest(self) -> str | None:
         """What the topic shares are while the novelty detector is uncalibrated

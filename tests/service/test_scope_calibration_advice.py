@@ -25,14 +25,31 @@ def test_the_count_lifts_the_auc_to_the_floor() -> None:
     advice = scope_calibration_advice(_quality(0.617, 40, 18), 0.75, 10)
     assert advice.startswith("add at least 10 off-topic questions as gold rows with kind: "
                              "unanswerable and gold: []")  # fmt: skip
-    assert "(10 such rows, each read out of scope, would lift its ROC AUC over all 28 " in advice
+    assert "(10 such rows, each read out of scope, would bring the 28 unanswerable rows" in advice
     # too few rows, good AUC: the class size sets it (10 - 4 = 6), no AUC sentence
     few = scope_calibration_advice(_quality(0.95, 40, 4), 0.75, 10)
-    assert few.startswith("add at least 6 off-topic questions") and "lift its ROC AUC" not in few
+    assert few.startswith("add at least 6 off-topic questions")
     # both: 4 rows at 0.5 need 4 * 0.25 / 0.25 = 4 for the AUC, 6 for the class size: 6
     assert scope_calibration_advice(_quality(0.5, 40, 4), 0.75, 10).startswith("add at least 6 ")
     # 30 rows at 0.5: 30 * 0.25 / 0.25 = 30 (60 rows: (15 + 30) / 60 = 0.75)
     assert scope_calibration_advice(_quality(0.5, 40, 30), 0.75, 10).startswith("add at least 30 ")
+
+
+def test_the_count_lifts_the_bounded_balanced_accuracy_to_its_floor() -> None:
+    # the demo's operating point: 45 of 47 answerable kept in scope, 9 of 12 unanswerable
+    # judged in scope (AUC 0.808 passes). With k new rows judged out of scope the FPR is
+    # 9 / (12 + k); the floor 0.68 needs its Wilson 95 % upper bound u with
+    # (45/47 + 1 - u) / 2 >= 0.68, u <= 0.5974. By hand (z = 1.96): k = 10, 9/22, u = 0.6127
+    # (too high); k = 11, 9/23: centre (0.3913 + 3.8416/46) / (1 + 3.8416/23) = 0.4069,
+    # half-width 1.96 * sqrt(0.3913 * 0.6087 / 23 + 3.8416 / 2116) / 1.1670 = 0.1853,
+    # u = 0.5921 (enough): 11
+    demo = DetectorQuality(0.8076, 0.65, 0.95, 0.95, 47, 12, tpr=45 / 47, fpr=9 / 12)
+    advice = scope_calibration_advice(demo, 0.75, 10, 0.68)
+    assert advice.startswith("add at least 11 off-topic questions"), advice
+    assert "(11 such rows, each read out of scope, would bring the 23 unanswerable rows" in advice
+    # an answerable side too short for the floor: (0.3 + 1) / 2 = 0.65 < 0.68, no count
+    short = DetectorQuality(0.8, 0.65, 0.95, 0.95, 40, 12, tpr=0.3, fpr=0.1)
+    assert scope_calibration_advice(short, 0.75, 10, 0.68).startswith("add off-topic questions")
 
 
 def test_only_an_uncalibrated_scope_detector_gets_advice() -> None:
