@@ -703,59 +703,6 @@ class CategoryWindow:
         last = math.floor(self.watermark / self.bucket_s)
         return last - math.ceil(span_s / self.bucket_s) + 1, last
 
-    def evictable(
-        self, timestamps: NDArray[np.float64]
-    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """``(buckets, totals)``: the retained buckets an update with these ``timestamps``
-        could overwrite (a newer bucket of the update takes their slot), sorted, and the
-        events of each, all categories together — read before the update, as only it has
-        them (a superset: a slot no event of the update reaches is listed too). Costs the
-        update's span in buckets (at most the ring)."""
-        finite = timestamps[np.isfinite(timestamps)]
-        if not len(finite):
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        lo = math.floor(float(finite.min()) / self.bucket_s)
-        hi = math.floor(float(finite.max()) / self.bucket_s)
-        buckets = np.arange(lo, min(hi, lo + self._n_slots - 1) + 1, dtype=np.int64)
-        slots = buckets % self._n_slots
-        old = self._slot_bucket[slots]
-        taken = (old != _EMPTY) & (old < buckets if hi - lo < self._n_slots else old < hi)
-        order = np.argsort(old[taken])
-        return old[taken][order], self._counts[slots[taken][order]].sum(axis=1)
-
-    def totals_between(
-        self,
-        first: int,
-        last: int,
-        evicted: tuple[NDArray[np.int64], NDArray[np.int64]],
-        added: NDArray[np.float64],
-    ) -> NDArray[np.int64]:
-        """The events of each bucket ``first`` to ``last``, all categories together: the
-        retained bucket's, else the one ``evicted`` lists (:meth:`evictable`, read before the
-        updates that added the events stamped ``added``) with those of ``added`` in it, else
-        the latter alone (empty when ``last < first``)."""
-        if last < first:
-            return np.zeros(0, dtype=np.int64)
-        buckets = np.arange(first, last + 1, dtype=np.int64)
-        slots = buckets % self._n_slots
-        here = self._slot_bucket[slots] == buckets
-        totals = np.where(here, self._counts[slots].sum(axis=1), 0)
-        if not here.all():
-            gone = ~here
-            kept, held = evicted
-            at = np.searchsorted(kept, buckets[gone])
-            found = at < len(kept)
-            found[found] &= kept[at[found]] == buckets[gone][found]
-            extra = np.zeros(int(gone.sum()), dtype=np.int64)
-            extra[found] = held[at[found]]
-            # (a bucket the updates took and then lost: only when they span the ring)
-            if len(added) and float(added.max() - added.min()) >= self.retention_s:
-                stamped = np.floor(added / self.bucket_s).astype(np.int64)
-                inside = (stamped >= first) & (stamped <= last)
-                extra += np.bincount(stamped[inside] - first, minlength=len(buckets))[gone]
-            totals[gone] = extra
-        return totals
-
     def counts_between(self, first: int, last: int) -> dict[str, int] | None:
         """Counts of the buckets ``first`` to ``last`` (as :meth:`bucket_range` gives them),
         or ``None`` once the oldest of them may have left the retained history (a newer
@@ -775,12 +722,6 @@ class CategoryWindow:
         totals = self._sum(self.window_s if span_s is None else span_s, offset_s).tolist()
         names = self._names
         return {names[i]: n for i, n in enumerate(totals) if n > 0}
-
-    def counts_sum(self, span_s: float) -> int:
-        """The events of the ``span_s`` seconds up to the watermark's bucket, all categories
-        together (0 before the first watermark): :meth:`counts` summed, from the same running
-        sums."""
-        return int(self._sum(span_s, 0.0).sum())
 
     def current(self) -> dict[str, int]:
         """Counts of the current window (the last ``window_s`` up to the watermark)."""
@@ -964,6 +905,17 @@ class ComparisonWindows:
         #: the earliest bucket an event was added to (``None``: none yet, or an older
         #: snapshot), from which :meth:`mean_held` measures the rate
         self.first_bucket: int | None = None
+        #: the events added per bucket, all categories together, for :meth:`_track_busiest`:
+        #: a ring of the ``retention_s`` buckets an event can still be accepted into plus the
+        #: longest span's (the windows back from such an event) and 2, slot ``b % n`` holding
+        #: bucket ``b`` (``_EMPTY``: none). Kept apart from the window's own ring, which
+        #: forgets the buckets behind ``retention_s``: a window back from a lagging
+        #: partition's event read there held what the batching left (trial 41 fix: 1,126
+        #: fed in chunks, 1,148 at once, on the same events)
+        n_held = math.ceil(self.window.retention_s / config.bucket_s)
+        n_held += math.ceil(max(self._sized) / config.bucket_s) + 2
+        self._held_bucket = np.full(n_held, _EMPTY, dtype=np.int64)
+        self._held_total = np.zeros(n_held, dtype=np.int64)
         self._span = math.ceil(config.warmup_s / config.bucket_s)  # the baseline's buckets
         self._base: dict[int, dict[str, int]] = {}  # bucket -> counts, within the span
         #: :meth:`_base_counts` of ``_base`` as it is (``None``: changed since)
@@ -1036,7 +988,6 @@ class ComparisonWindows:
         stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
         every_stop = bool(stops) and (not plain or self.window.could_forget(streams or []))
         self._parts = []
-        evicted = self.window.evictable(ts)  # (before any update: see _track_busiest)
         added: list[NDArray[np.float64]] = []
 
         def add(start: int, end: int) -> None:
@@ -1072,7 +1023,7 @@ class ComparisonWindows:
             self._start = self.window.watermark if self._start is None else self._start
             self._test(on_tick, i + 1)
         add(start, len(ts))
-        self._track_busiest(evicted, added[0] if len(added) == 1 else np.concatenate(added))
+        self._track_busiest(added[0] if len(added) == 1 else np.concatenate(added))
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
             self._test(on_tick, len(ts), freeze=False)
 
@@ -1142,38 +1093,49 @@ class ComparisonWindows:
         self._test(on_tick, 0, freeze=False)
         return True
 
-    def _track_busiest(
-        self, evicted: tuple[NDArray[np.int64], NDArray[np.int64]], stamps: NDArray[np.float64]
-    ) -> None:
+    def _track_busiest(self, stamps: NDArray[np.float64]) -> None:
         """Update :attr:`busiest_held` and :attr:`first_bucket` with the events an
-        :meth:`ingest` added (their timestamps ``stamps``), once at its end (its tests read
-        neither: a sparse log's 500-event batch is split at ~144 test times, and per part
-        this cost 60 % more time); ``evicted``: :meth:`CategoryWindow.evictable` read before
-        it (an ingest spanning more than the history kept overwrites buckets its own windows
-        need: a replay's batch of 12 h against a 1 h ring). The windows (of each span tested)
-        that could hold one of the events end between its earliest bucket ``lo`` and the
-        watermark's ``top``: from the window ending at ``top`` (the running sums the tests
-        read), each one before is ``W(e − 1) = W(e) − t(e) + t(e − width)``, so only the
-        ``top − lo`` buckets at each end are read, not the span's (a 24 h span is 1,440).
-        Exact whatever the batching (an event older than the history kept before the update,
-        which only a stream read late can add, misses the buckets of that history: never
-        more than the true count)."""
+        :meth:`ingest` added (their timestamps ``stamps``: every event the window accepted,
+        each counted in its bucket as when it was accepted, even one the window's own ring
+        then let a newer bucket of the same update take), once at its end. The windows (of
+        each span tested) that could hold one of the events end between its earliest bucket
+        ``lo`` and the watermark's ``top`` (a window ending later holds a part of the one
+        ending at ``top``); they read the buckets from ``lo`` less the longest span to
+        ``top``: those this ingest added to, plus those held before it (its own ring of
+        totals, read before the ingest's events join it). Exact whatever the batching: an
+        accepted event is at most ``retention_s`` behind the watermark before the ingest
+        (its own stream's lateness, or older than the history kept and so late), and the
+        ring holds that and the longest span behind it. Costs ``top − lo`` plus the longest
+        span's buckets per ingest (a 24 h span is 1,440)."""
         w = self.window
         if not len(stamps) or w.watermark is None:
             return
         size = w.bucket_s
-        lo = math.floor(float(stamps.min()) / size)
-        top = math.floor(w.watermark / size)
+        added = np.floor(stamps / size).astype(np.int64)
+        lo, top = int(added.min()), math.floor(w.watermark / size)
         self.first_bucket = lo if self.first_bucket is None else min(self.first_bucket, lo)
+        n = len(self._held_bucket)
+        longest = math.ceil(max(self._sized) / size)
+        base = lo - longest + 1
+        buckets = np.arange(base, top + 1, dtype=np.int64)
+        slots = buckets % n
+        counts = np.where(self._held_bucket[slots] == buckets, self._held_total[slots], 0)
+        mine = added[added <= top] - base  # (every accepted event is at or before the watermark)
+        counts += np.bincount(mine, minlength=len(buckets))[: len(buckets)]
+        sums = np.concatenate([[0], np.cumsum(counts)])
         for span in self._sized:
             width = math.ceil(span / size)
-            latest = int(w.counts_sum(span))
-            leaving = w.totals_between(lo + 1, top, evicted, stamps)
-            coming = w.totals_between(lo + 1 - width, top - width, evicted, stamps)
-            back = np.cumsum((coming - leaving)[::-1])  # W(top - i - 1) - W(top), i = 0 ...
-            most = max(latest, latest + int(back.max())) if len(back) else latest
+            ends = np.arange(lo - base, top - base + 1)  # the windows ending at lo ... top
+            most = int((sums[ends + 1] - sums[ends + 1 - width]).max())
             if most > self.busiest_held.get(span, 0):
                 self.busiest_held[span] = most
+        # the ingest's events join the ring (its buckets newer than top − n: distinct slots;
+        # an older one's slot holds none of them, and no window will read it again)
+        kept, held = np.unique(added[added > top - n], return_counts=True)
+        at = kept % n
+        same = self._held_bucket[at] == kept
+        self._held_total[at] = np.where(same, self._held_total[at] + held, held)
+        self._held_bucket[at] = kept
 
     def mean_held(self, span_s: float) -> float:
         """The mean events a window of ``span_s`` seconds held over the events' times: the
@@ -1373,7 +1335,19 @@ class ComparisonWindows:
             "short_warmups": [self.short_warmups, self.short_warmup_count],
             "busiest_held": [[span, n] for span, n in sorted(self.busiest_held.items())],
             "first_bucket": self.first_bucket,
+            "busiest_buckets": self._busiest_buckets(),
         }
+
+    def _busiest_buckets(self) -> list[list[int]]:
+        """``[[bucket, events], ...]`` of the ring :meth:`_track_busiest` keeps, its live part
+        only (the ``n`` buckets up to the watermark's: an older one left in a slot no newer
+        bucket reached depends on the batching, and no window reads it again)."""
+        w, n = self.window, len(self._held_bucket)
+        if w.watermark is None:
+            return []
+        oldest = math.floor(w.watermark / w.bucket_s) - n + 1
+        live = self._held_bucket[self._held_bucket >= oldest]
+        return [[int(b), int(self._held_total[b % n])] for b in sorted(live.tolist())]
 
     def restore(self, state: dict[str, Any]) -> None:
         """Take back a :meth:`snapshot`.
@@ -1409,3 +1383,10 @@ class ComparisonWindows:
                              for span, n in state.get("busiest_held") or []}  # fmt: skip
         first = state.get("first_bucket")
         self.first_bucket = None if first is None else int(first)
+        # (older snapshots: none kept; a window back from the next events then misses them)
+        self._held_bucket[:] = _EMPTY
+        self._held_total[:] = 0
+        for bucket, total in state.get("busiest_buckets") or []:
+            slot = int(bucket) % len(self._held_bucket)
+            if int(bucket) > self._held_bucket[slot]:
+                self._held_bucket[slot], self._held_total[slot] = int(bucket), int(total)
