@@ -905,6 +905,11 @@ class ComparisonWindows:
         #: the earliest bucket an event was added to (``None``: none yet, or an older
         #: snapshot), from which :meth:`mean_held` measures the rate
         self.first_bucket: int | None = None
+        #: events were taken before :attr:`first_bucket` was kept (a snapshot written before
+        #: session 41 restored): it stays ``None``, as the window's ``accepted`` counts
+        #: events from before the buckets a first bucket set later would cover (the mean
+        #: over the events since the restore read as if the service's every event came then)
+        self._no_first = False
         #: the events added per bucket, all categories together, for :meth:`_track_busiest`:
         #: a ring of the ``retention_s`` buckets an event can still be accepted into plus the
         #: longest span's (the windows back from such an event) and 2, slot ``b % n`` holding
@@ -1113,7 +1118,8 @@ class ComparisonWindows:
         size = w.bucket_s
         added = np.floor(stamps / size).astype(np.int64)
         lo, top = int(added.min()), math.floor(w.watermark / size)
-        self.first_bucket = lo if self.first_bucket is None else min(self.first_bucket, lo)
+        if not self._no_first:
+            self.first_bucket = lo if self.first_bucket is None else min(self.first_bucket, lo)
         n = len(self._held_bucket)
         longest = math.ceil(max(self._sized) / size)
         base = lo - longest + 1
@@ -1383,6 +1389,9 @@ class ComparisonWindows:
                              for span, n in state.get("busiest_held") or []}  # fmt: skip
         first = state.get("first_bucket")
         self.first_bucket = None if first is None else int(first)
+        # (events taken and no first bucket: an older snapshot, or one written since its
+        # restore; the window's accepted count spans more than the next events' buckets)
+        self._no_first = self.first_bucket is None and self.window.accepted > 0
         # (older snapshots: none kept; a window back from the next events then misses them)
         self._held_bucket[:] = _EMPTY
         self._held_total[:] = 0

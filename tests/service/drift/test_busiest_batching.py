@@ -41,3 +41,52 @@ def test_busiest_window_is_the_same_at_once_and_in_parts() -> None:
     in_parts = _busiest([EVENTS[:4], EVENTS[4:5], EVENTS[5:]])  # minute 12 came before b's
     assert at_once == (5, 5.0)
     assert in_parts == (5, 5.0)  # before the fix: 4 (minute 1 forgotten when b's came)
+
+
+def _minutes(first: int, last: int, per_minute: int) -> list[float]:
+    return [T0 + 60 * m + k for m in range(first, last + 1) for k in range(per_minute)]
+
+
+def _windows() -> ComparisonWindows:
+    return ComparisonWindows(CONFIG, min_count=1, has_reference=False)
+
+
+def _feed(windows: ComparisonWindows, stamps: list[float]) -> None:
+    windows.ingest(["x"] * len(stamps), stamps, NOW, lambda after: None)
+
+
+def test_the_mean_is_the_same_however_restored() -> None:
+    # 10 events a minute in minutes 0-9, then one a minute in minutes 20-29: 110 events over
+    # buckets 0-29 (30), times the 10-bucket window: 110 * 10 / 30 = 36.67; the busiest
+    # window, minutes 0-9, holds 100
+    early, late = _minutes(0, 9, 10), _minutes(20, 29, 1)
+    whole = _windows()
+    _feed(whole, early + late)
+    assert (whole.mean_held(600), whole.busiest_held[600]) == (110 * 10 / 30, 100)
+    split = _windows()
+    _feed(split, early)
+    restored = _windows()
+    restored.restore(split.snapshot())
+    _feed(restored, late)
+    assert (restored.mean_held(600), restored.busiest_held[600]) == (110 * 10 / 30, 100)
+
+
+def test_a_snapshot_from_before_the_first_bucket_keeps_no_mean_of_its_own() -> None:
+    """A snapshot written before session 41 keeps no first bucket, while its window counted
+    every event taken: a first bucket set by the next events would put the 100 events of
+    minutes 0-9 in minutes 20-29 (110 * 10 / 10 = 110, three times the truth's 36.67). The
+    windows keep none, so the detectors size their advice by the windows they tested."""
+    old = _windows()
+    _feed(old, _minutes(0, 9, 10))
+    state = old.snapshot()
+    for key in ("busiest_held", "first_bucket", "busiest_buckets"):  # (not kept before s41)
+        del state[key]
+    restored = _windows()
+    restored.restore(state)
+    _feed(restored, _minutes(20, 29, 1))
+    assert restored.first_bucket is None
+    assert restored.mean_held(600) == 0.0
+    again = _windows()  # written since that restore, and restored: still none
+    again.restore(restored.snapshot())
+    _feed(again, _minutes(30, 39, 1))
+    assert again.first_bucket is None and again.mean_held(600) == 0.0
