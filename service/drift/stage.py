@@ -1607,7 +1607,7 @@ def reference_reading(alarm: Mapping[str, Any], span_s: float | None) -> dict[st
     comparison tests the traffic of the last ``span_s`` seconds (``reference_window_s``)
     against the gold set, so its alarm time is when a gap was first found — once enough
     traffic was seen for the test to show it, and the gap may have stood from the start —
-    not when the traffic changed (trial 41: on a stationary stream, Hindi 23 % of the
+    which need not be when the traffic changed (trial 41: on a stationary stream, Hindi 23 % of the
     traffic against 45 % of the gold set, "DRIFT language vs reference at 10:00" read like a
     change two hours before the real one, and "cleared" at 16:00 was that change moving
     the traffic toward the gold set's mix). The baseline comparison dates changes. Other
@@ -1627,8 +1627,8 @@ def reference_reading(alarm: Mapping[str, Any], span_s: float | None) -> dict[st
         reads = (f"a standing gap between the traffic of {span} and the gold set, found "
                  "once enough traffic was seen for the test to show it (it may have stood "
                  "from the start): the gold set does not represent the traffic; this is "
-                 "when the gap was found, not when the traffic changed (the baseline "
-                 "comparison dates changes)")  # fmt: skip
+                 "when the gap was found, which need not be when the traffic changed (the "
+                 "baseline comparison dates changes)")  # fmt: skip
     else:
         reads = (f"the gap to the gold set closed: the traffic of {span} is now near "
                  "enough the gold set's mix; traffic changing toward the gold set closes it "
