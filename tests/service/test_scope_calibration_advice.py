@@ -47,9 +47,32 @@ def test_the_count_lifts_the_bounded_balanced_accuracy_to_its_floor() -> None:
     advice = scope_calibration_advice(demo, 0.75, 10, 0.68)
     assert advice.startswith("add at least 11 off-topic questions"), advice
     assert "(11 such rows, each read out of scope, would bring the 23 unanswerable rows" in advice
-    # an answerable side too short for the floor: (0.3 + 1) / 2 = 0.65 < 0.68, no count
+    # an answerable side too short for the floor: (0.3 + 1) / 2 = 0.65 < 0.68; no unanswerable
+    # count lifts it (AUC 0.8 and 12 rows pass their floors: none asked), and it says why:
+    # 0.3 * 40 = 12 answerable questions kept in scope
     short = DetectorQuality(0.8, 0.65, 0.95, 0.95, 40, 12, tpr=0.3, fpr=0.1)
-    assert scope_calibration_advice(short, 0.75, 10, 0.68).startswith("add off-topic questions")
+    advice = scope_calibration_advice(short, 0.75, 10, 0.68)
+    assert advice.startswith("add off-topic questions"), advice
+    assert ("the answerable side falls short too: at its threshold the detector keeps 12 of the "
+            "40 answerable gold questions in scope (TPR 0.300)") in advice  # fmt: skip
+    # the same short side with a low AUC keeps the AUC's count (review s42): 20 rows at 0.6
+    # need 20 * 0.15 / 0.25 = 12
+    both = DetectorQuality(0.6, 0.45, 0.75, 0.95, 40, 20, tpr=0.3, fpr=0.1)
+    advice = scope_calibration_advice(both, 0.75, 10, 0.68)
+    assert advice.startswith("add at least 12 off-topic questions"), advice
+    assert "the answerable side falls short too" in advice
+
+
+def test_too_few_answerable_rows_are_asked_for_by_count() -> None:
+    # review s42 BLOCKER: 5 answerable rows under quality_min_class 10 left the detector
+    # untrusted, and the advice asked for unanswerable rows. 20 unanswerable rows at AUC 0.95
+    # pass; at its threshold 1 of 20 let through: the Wilson upper bound of 1/20 is 0.236, so
+    # (0.95 + 1 - 0.236) / 2 = 0.857 >= 0.68 - nothing to add on that side; 10 - 5 = 5
+    few = DetectorQuality(0.95, 0.85, 1.0, 0.95, 5, 20, tpr=0.95, fpr=0.05)
+    assert scope_calibration_advice(few, 0.75, 10, 0.68) == (
+        "add at least 5 answerable gold questions with their passages (it was measured on 5; "
+        "each class needs at least 10)"
+    )
 
 
 def test_only_an_uncalibrated_scope_detector_gets_advice() -> None:
