@@ -178,7 +178,8 @@ def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float) -> No
             "uncalibrated": kappa_uncalibrated(agreement, min_kappa),
             "language_bias": language_bias(agreement),
             "topics": [{"name": t.name, "id": t.id, "label": t.label, "size": t.size,
-                        "top_terms": list(t.top_terms), "examples": list(t.examples)}
+                        "top_terms": list(t.top_terms), "label_note": t.label_note,
+                        "examples": list(t.examples)}
                        for t in model.topics],
         }, ensure_ascii=False, indent=2))  # fmt: skip
         return

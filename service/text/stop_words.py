@@ -6,9 +6,16 @@ the installed scikit-learn.
 
 >>> "the" in ENGLISH_STOP_WORDS, "fee" in ENGLISH_STOP_WORDS, len(ENGLISH_STOP_WORDS)
 (True, False, 318)
+
+:func:`stop_words` gives the stop words of any language the language detector labels, for
+topic labels (``service.topics.model``): English this list, the non-Latin-script languages
+of :data:`_ISO_SCRIPTS` the stopwords-iso collection (``stopwordsiso``, MIT), the others
+the language detector's function words.
 """
 
 from __future__ import annotations
+
+import functools
 
 #: The words, lower case, as scikit-learn ships them.
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
@@ -37,3 +44,120 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
     your yours yourself yourselves
     """.split()
 )
+
+
+#: The non-Latin-script langdetect languages whose stop words :func:`stop_words` takes from
+#: ``stopwordsiso`` (the stopwords-iso collection, MIT), pooled by script because a short
+#: question is often read as a neighbour (Hindi as Marathi or Nepali). Only these: trial 41's
+#: Hindi cluster was labelled "के, है, में", and each list was read word by word against
+#: XQuAD ru/hi questions (review s42). Latin-script languages keep the language detector's
+#: function words alone (:func:`service.language.scripts.function_words`): stopwords-iso's
+#: de, fr, es lists hold content words (de "menschen", "beispiel"; fr "personnes", "valeur";
+#: es "cuenta", "valor") that name topics. Its other non-Latin lists (bn el gu he ja ko th
+#: zh) are not vetted and not used; langdetect's kn ml pa ta te have none.
+_ISO_SCRIPTS: tuple[frozenset[str], ...] = (
+    frozenset({"hi", "mr", "ne"}),  # Devanagari (stopwords-iso has no ne list)
+    frozenset({"ar", "fa", "ur"}),  # Arabic script
+    frozenset({"ru", "uk", "bg", "mk"}),  # Cyrillic (no mk list)
+)
+
+#: Romanized Hindi (``hi-Latn``) function words, vetted one by one: pronouns, postpositions,
+#: auxiliaries and the light verb "karna", question words, conjunctions, negation, particles
+#: and intensifiers. Not the Hinglish lexicon's content verbs and nouns ("yaad", "bajao",
+#: "sunao", "bhejo", "shuru", "din", "mausam", "ghar") nor its spellings of English words
+#: ("banana", "use", "main", "band", "do", "hi"), which can name a topic.
+_HINGLISH_FUNCTION = frozenset(
+    """
+    hai hain hei tha thi ho hoga hogi hoge hona hone hota hoti hote hua hui huye huwe raha rahi
+    rahe sakta sakti sakte chahiye kar karo kare karen karein karna karne karke kariye kijiye
+    kiya kiye
+    kya kyaa kia kyu kyun kyon kyunki kaise kaisa kaisi kaisey kesa kese kitna kitni kitne kab
+    kahan kaha kahaan kaun kon konsa konsi konse kis kisi kise kisko kiska
+    mujhe muje mujhko mujhse mera meri mere mai mei mein hum humein hume humko hamara hamari
+    hamare aap aapka aapki aapke aapko apna apni apne tum tumhe tumhara tera teri uska uski
+    uske usko unka unki unke unko iska iski iske isko yeh woh ye wo vo us jo jis jise koi kuch
+    sab sabhi saare wala wali wale waala
+    ka ke ki ko se me par pe tak liye saath sath bina baare bare
+    aur ya lekin agar toh to phir fir bhi na nahi nahin nhi jab tab jahan yaha yahan waha wahan
+    bahut bohot bhot zyada jyada thoda
+    """.split()
+)
+
+
+#: Hindi (Devanagari) question words, which stopwords-iso's Hindi list lacks ("क्या" labelled
+#: trial 41's Hindi topic): what, who, which, whom, whose, when, where, how, why, how much.
+_HINDI_QUESTION_WORDS = frozenset(
+    """
+    क्या कौन कौनसा कौनसी कौनसे कौन-सा कौन-सी कौन-से किस किसने किसको किसे किसका किसकी किसके
+    किन किनके किनका किनकी कब कहाँ कहां कहा कैसे कैसा कैसी क्यों क्यूँ कितना कितनी कितने
+    """.split()
+)
+
+
+#: Content words the pooled stopwords-iso lists hold, read word by word (review s42), kept as
+#: label terms: they name a topic. Devanagari: work, home, lack, class, a surname,
+#: information, decision, effort; Cyrillic: nouns (people, car, city, house, road, money,
+#: war, water, world, work, time, year, day, country, Russia ...) and "Russian", "Soviet";
+#: Arabic script: year(s), day(s), time, visit, force, morning, evening, May, services,
+#: people, place names' "abad", name, way, area, group. Taken out of the whole pool.
+_ISO_CONTENT: frozenset[str] = frozenset(
+    """
+    काम घर कमी वर्ग वरग पाटील माहिती निर्ण्य परयतन
+    белый вечер взгляд вода война вопрос глаз голова голос город дверь деньги дом дорога друг
+    душа жена женщина жизнь земля имя книга комната конец лицо мать машина место минута мир
+    мира москва народ нога ночь окно отец плечо пол путь работа работать ребенок россия рука
+    русский свет сила слово случай советский стол сторона страна товарищ улица утро час часть
+    человек люди день год года году лет время времени дело дел
+    време година години годишен ден дни живот месец новина екип глас смях син юмрук часа
+    سنة سنوات عام عاما يوم ايام اليوم الوقت زيارة قوة صباح مساء مايو ايار للامم لوكالة برس
+    آباد خدمات مردم روز روزانه روزهاي زمان نام راه بخش جناح امسال امشب
+    لوگ لوگوں علاقہ علاقے علاقوں گروپ ضرورت
+    """.split()
+)
+
+
+@functools.cache
+def stop_words(language: str) -> frozenset[str]:
+    """The stop words of ``language`` (a langdetect code, optionally with a script or region:
+    ``hi``, ``hi-Latn``, ``de-AT``), lower case, for topic labels:
+
+    * English: :data:`ENGLISH_STOP_WORDS`;
+    * ``hi-Latn``: romanized Hindi's function words (:data:`_HINGLISH_FUNCTION`);
+    * Hindi, Marathi, Nepali; Arabic, Persian, Urdu; Russian, Ukrainian, Bulgarian,
+      Macedonian: the stopwords-iso lists of the language's script group pooled
+      (:data:`_ISO_SCRIPTS`), less the content words they hold (:data:`_ISO_CONTENT`), with
+      Hindi's question words for Devanagari;
+    * any other (the Latin-script languages, ``und``, ``other``, unknown codes): the
+      function words the language detector lists
+      (:func:`service.language.scripts.function_words`: de es fr it pt nl ro tr vi id),
+      empty for the rest.
+
+    >>> {"के", "है", "में", "क्या"} <= stop_words("hi"), "भारत" in stop_words("hi")
+    (True, False)
+    >>> "के" in stop_words("mr"), {"hai", "kya"} <= stop_words("hi-Latn")
+    (True, True)
+    >>> "yaad" in stop_words("hi-Latn"), "für" in stop_words("de"), stop_words("und")
+    (False, True, frozenset())
+    >>> "menschen" in stop_words("de"), "люди" in stop_words("ru"), "и" in stop_words("uk")
+    (False, False, True)
+    """
+    from service.language.scripts import function_words
+
+    base, _, script = language.partition("-")
+    if base == "en":
+        return ENGLISH_STOP_WORDS
+    if base == "hi" and script.lower() == "latn":
+        return _HINGLISH_FUNCTION
+    pooled = next((group for group in _ISO_SCRIPTS if base in group), None)
+    if pooled is None:  # main's rule exactly: the code as the detector gives it
+        return function_words(language)
+    # here: a tokeniser importing this module needs no 207 KB file
+    import stopwordsiso
+
+    out = set(function_words(base))
+    if "hi" in pooled:
+        out.update(_HINDI_QUESTION_WORDS)
+    for code in pooled:
+        if stopwordsiso.has_lang(code):
+            out.update(word.lower() for word in stopwordsiso.stopwords(code))
+    return frozenset(out - _ISO_CONTENT)

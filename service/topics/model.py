@@ -34,10 +34,13 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   languages often cluster by language; without this rule such a topic's c-TF-IDF terms were
   its language's function words ("die, wie, wann", "का, क्या, था"): distinctive of the
   cluster, silent on its subject. English labels are unchanged (the demo, CLINC150). The
-  function words the language detector lists for a Latin-script language other than English
-  (:func:`service.language.scripts.function_words`: de es fr it pt nl ro tr vi id) are
-  dropped from that language's texts whatever their number: a new user's German gold set (14
-  German rows, fewer than :data:`MIN_LANGUAGE_TEXTS`) had topics labelled "für, ein".
+  stop words of each text's language (:func:`service.text.stop_words.stop_words`: for a
+  Latin-script language the detector's own function words, for Hindi, Arabic-script and
+  Cyrillic languages the stopwords-iso lists less their content words, for romanized Hindi
+  its function words) are dropped from that language's texts whatever their number:
+  a new user's German gold set (14 German rows, fewer than :data:`MIN_LANGUAGE_TEXTS`) had
+  topics labelled "für, ein", and trial 41's 26 Hindi rows "के, है, में". A topic whose words
+  all fail these rules is labelled with a note saying why, never with its id alone.
 * **Novelty**: a question whose *novelty similarity* is below ``threshold`` is ``"novel"``.
   The novelty similarity is the mean cosine similarity to the ``novelty_neighbours`` (k,
   default 1: the nearest) gold questions; with ``novelty_centring`` every vector is first
@@ -109,10 +112,9 @@ from service.errors import GoldwatchError
 from service.evaluation.detector_quality import DetectorQuality, measure_auc
 from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
-from service.language.scripts import function_words
 from service.language.tags import language_key
 from service.records import PLACEHOLDERS
-from service.text.stop_words import ENGLISH_STOP_WORDS
+from service.text.stop_words import ENGLISH_STOP_WORDS, stop_words
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 from service.topics.quality import topic_agreement
 
@@ -259,6 +261,10 @@ class TopicInfo(NamedTuple):
         examples: its most representative gold questions (nearest its centroid), ≤ ``n_examples``.
         id: the stable identity of an unsupervised topic (``None`` when supervised: the label
             is the identity).
+        label_note: why the terms are of one question each, or why there are none
+            (``None``: the terms are as the rules give them; :func:`_top_terms`). Saved in the
+            model state's top-level ``label_notes`` (``{topic id: note}``), not in the topic's
+            dict, so that a goldwatch of before loads the model.
     """
 
     name: str
@@ -266,14 +272,24 @@ class TopicInfo(NamedTuple):
     size: int
     examples: tuple[str, ...] = ()
     id: int | None = None
+    label_note: str | None = None
 
     @property
     def label(self) -> str:
         """Human-readable label: ``"topic-3: balance, checking, account"`` for an unsupervised
-        topic with terms; the name alone otherwise (a supervised label is already readable)."""
-        if self.id is None or not self.top_terms:
+        topic with terms, with :attr:`label_note` in brackets when there is one (``"topic-7
+        (no term qualifies: …)"``: never a bare id); the name alone for a supervised topic (its
+        label is already readable).
+
+        >>> TopicInfo("topic-7", (), 2, id=7, label_note="no term qualifies").label
+        'topic-7 (no term qualifies)'
+        """
+        if self.id is None:
             return self.name
-        return f"{self.name}: {', '.join(self.top_terms[:3])}"
+        note = "" if self.label_note is None else f" ({self.label_note})"
+        if not self.top_terms:
+            return f"{self.name}{note}"
+        return f"{self.name}: {', '.join(self.top_terms[:3])}{note}"
 
 
 def topic_sort_key(name: str) -> tuple[str, int, str]:
@@ -331,8 +347,10 @@ class TopicModel:
         self.novelty_hubness = int(state.get("novelty_hubness", 0))  # 0 in older artefacts
         penalty = state.get("novelty_penalty")  # (m,) r_h(g)/2 of each reference row, or None
         self._penalty = None if penalty is None else np.asarray(penalty, dtype=np.float32)
+        notes = state.get("label_notes") or {}  # {topic id: note}; absent before s42
         self.topics = tuple(TopicInfo(**{**t, "top_terms": tuple(t["top_terms"]),
-                                         "examples": tuple(t["examples"])})
+                                         "examples": tuple(t["examples"]),
+                                         "label_note": notes.get(t.get("id"))})
                             for t in state["topics"])  # fmt: skip
         self.threshold = float(state["threshold"])
         self.supervised = bool(state["supervised"])
@@ -423,12 +441,17 @@ class TopicModel:
         centroids = centroids[order]
         assigned = remap[assigned]
         sizes = np.bincount(assigned, minlength=len(names))
-        terms = _top_terms(texts, assigned, len(names), config.n_terms, detected)
+        terms, notes = zip(*_top_terms(texts, assigned, len(names), config.n_terms, detected),
+                           strict=True)  # fmt: skip
         examples = _examples(texts, topical, assigned, centroids, config.n_examples)
         topics = [
             {"name": n, "top_terms": list(t), "size": int(s), "examples": list(e), "id": i}
             for n, t, s, e, i in zip(names, terms, sizes, examples, topic_ids, strict=True)
         ]
+        # a top-level key, not a topic's: a model saved now loads in a goldwatch of before
+        # (its loader builds TopicInfo(**topic) and ignores keys it does not read)
+        label_notes = {int(i): note for i, note in zip(topic_ids, notes, strict=True)
+                       if i is not None and note is not None}  # fmt: skip
         centre = None
         if config.novelty_centring:
             centre = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
@@ -463,6 +486,7 @@ class TopicModel:
             "novelty_hubness": hubness,
             "novelty_penalty": penalty,
             "topics": topics,
+            "label_notes": label_notes,
             "threshold": threshold,
             "supervised": labels is not None,
             "embedder": embedder.name,
@@ -1143,14 +1167,19 @@ def data_stop_words(words: Sequence[set[str]], languages: Sequence[str], assigne
 
 
 def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int,
-               languages: Sequence[str] | None = None) -> list[tuple[str, ...]]:  # fmt: skip
+               languages: Sequence[str] | None = None
+               ) -> list[tuple[tuple[str, ...], str | None]]:  # fmt: skip
     """Class-based TF-IDF top terms per topic (BERTopic, Grootendorst 2022, eq. 1):
     ``w(t, c) = tf(t, c) / |c| · log(1 + A / f(t))``, ``A`` = mean words per topic, ``f(t)``
     = occurrences over all topics. A word in more than half of the topics (with ≥ 4 topics)
     is a stop word of this gold set, whatever its language; with ``languages`` (one per text)
     the stop words of the data (:func:`data_stop_words`) are not counted in the texts of
     their topic and language; in a topic of ≥ 4 questions a term must occur in at least 2 of
-    them (no typos or one-off fragments)."""
+    them (no typos or one-off fragments), unless no word of the topic is (then its words of one
+    question qualify, and the note says so). A word of a text is never a term when it is a stop
+    word of the text's language (:func:`service.text.stop_words.stop_words`: Hindi "के, है,
+    में" too, trial 41). Returns ``(terms, note)`` per topic: ``note`` says why the terms are of
+    one question each, or why there are none (``None``: terms as the rules give them)."""
     text_words = [_words(text) for text in texts]
     per_topic: list[Counter[str]] = [Counter() for _ in range(k)]
     docs: list[Counter[str]] = [Counter() for _ in range(k)]
@@ -1164,7 +1193,7 @@ def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int,
         for words, g, c in zip(text_words, languages, assigned.tolist(), strict=True):
             # a function word of the text's language ("für", "ein", "qué") is no label term,
             # however few texts of the language there are (English: the stop words above)
-            listed = function_words(g) if g != "en" else frozenset()
+            listed = stop_words(g) if g != "en" else frozenset()
             kept[c].update(w for w in words
                            if w not in stop.get((c, g), ()) and w not in listed)  # fmt: skip
     total: Counter[str] = Counter()
@@ -1174,15 +1203,30 @@ def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int,
         spread.update(counts.keys())
     mean_words = sum(total.values()) / max(k, 1)
     sizes = np.bincount(assigned, minlength=k)
-    out = []
-    for topic, counts in enumerate(kept):
+
+    def best(topic: int, once: bool) -> tuple[str, ...]:
+        """Topic ``topic``'s top terms; ``once``: a word of one question of a large topic
+        qualifies too."""
         length = sum(per_topic[topic].values()) or 1
         scored = [
             (-(c / length) * math.log(1 + mean_words / total[w]), w)
-            for w, c in counts.items()
-            if not (k >= 4 and spread[w] > k / 2) and not (sizes[topic] >= 4 and docs[topic][w] < 2)
+            for w, c in kept[topic].items()
+            if not (k >= 4 and spread[w] > k / 2)
+            and (once or not (sizes[topic] >= 4 and docs[topic][w] < 2))
         ]
-        out.append(tuple(w for _, w in sorted(scored)[:n_terms]))
+        return tuple(w for _, w in sorted(scored)[:n_terms])
+
+    out: list[tuple[tuple[str, ...], str | None]] = []
+    for topic in range(k):
+        terms, note = best(topic, False), None
+        if not terms and sizes[topic] >= 4:  # no word shared by 2 of its questions
+            terms = best(topic, True)
+            note = f"each term in one of its {sizes[topic]} questions"
+        if not terms:
+            plural = "s" if sizes[topic] != 1 else ""
+            note = (f"no term qualifies: every word of its {sizes[topic]} question{plural} is "
+                    "a stop word, a number or in more than half of the topics")  # fmt: skip
+        out.append((terms, note))
     return out
 
 

@@ -179,21 +179,29 @@ def test_topic_shift_alarms_and_names_the_topics(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_no_alarm_on_100k_events_from_one_fixed_mixture(tmp_path: Path) -> None:
-    """100,000 events (11.6 days, ~3,300 test times per comparison) of the fixed 50/30/20
-    three-domain mixture. Measured: 0 alarms in any dimension; 16-35 s on the dev machine
-    (the whole pipeline, start-up included), so it runs here rather than in a benchmark."""
-    scenario = stationary_topics(100_000)
+def test_no_alarm_on_30k_events_from_one_fixed_mixture(tmp_path: Path) -> None:
+    """30,000 events (3.5 days: three alpha periods, ~1,000 test times per comparison) of
+    the fixed 50/30/20 three-domain mixture, through the whole pipeline. Measured: 0 alarms
+    in any dimension.
+
+    30,000 rather than the 100,000 it ran before (session 42): what it adds to the detectors'
+    own 100,000-event stationary tests (``tests/service/drift/test_drift_acceptance.py``,
+    > 3,000 tests each, no false alarm) is that the pipeline's labels of a fixed mixture
+    stay fixed across days, windows and the baseline's warm-up, and all 2,250 distinct
+    questions of the mixture come within the first 30,000 events (the stream is the 100,000
+    one's prefix). It still fails when the effect is judged
+    by the Newcombe bound farthest from zero (first alarm 5,491 events in), as at 100,000."""
+    scenario = stationary_topics(30_000)
     started = time.perf_counter()
     report = replay(scenario, tmp_path)
     seconds = time.perf_counter() - started
     drift = report["analytics"]["drift"]
     print(
-        f"\n100k stationary events: {len(alarms(report))} alarms in {seconds:.1f} s; "
+        f"\n30k stationary events: {len(alarms(report))} alarms in {seconds:.1f} s; "
         f"states {[(d, drift[d]['state']) for d in ('language', 'topic')]}; "
         f"topics {report['analytics']['topics']}"
     )
-    assert report["processed"] == 100_000
+    assert report["processed"] == 30_000
     assert alarms(report) == []
     assert drift["topic"]["state"] == drift["language"]["state"] == "ok"
     assert set(drift["topic"]["comparisons"]) == {"reference", "baseline"}

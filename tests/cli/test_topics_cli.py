@@ -79,3 +79,24 @@ def test_show_states_the_kappa_and_its_gate_as_the_replay_report(tmp_path: Path)
     assert doc["uncalibrated"].endswith("< 0.99 (analytics.topics.min_kappa): too low to act on")
     text = CliRunner().invoke(main, ["topics", "show", str(out), "--config", str(strict)])
     assert "topic assignment UNCALIBRATED (its shares are the model's reading" in text.output
+
+
+def test_show_json_gives_each_topic_its_label_note(tmp_path: Path) -> None:
+    # a topic whose terms are of one question each says so: the note is a field of its own
+    # (None when there is none) as well as part of the label
+    from service.topics.model import TopicModel
+
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    out = tmp_path / "topics.model"
+    _fit("--gold", str(gold), "--n-topics", "3", "--out", str(out))
+    model = TopicModel.load(out)
+    state = model.fitted_state()
+    state["label_notes"] = {1: "each term in one of its 6 questions"}
+    TopicModel(state, model.version).save(out)
+    shown = CliRunner().invoke(main, ["topics", "show", str(out), "--json"])
+    assert shown.exit_code == 0, shown.output
+    topics = {t["id"]: t for t in json.loads(shown.output)["topics"]}
+    assert [topics[i]["label_note"] for i in (0, 1, 2)] == [
+        None, "each term in one of its 6 questions", None]  # fmt: skip
+    terms = ", ".join(topics[1]["top_terms"][:3])
+    assert topics[1]["label"] == f"topic-1: {terms} (each term in one of its 6 questions)"
