@@ -862,6 +862,11 @@ class WindowConfig:
         )
 
 
+#: :meth:`ComparisonWindows._track_busiest` works bucket by bucket in plain ints when an
+#: ingest's buckets lie within this many of each other and of the last ingest's watermark
+_FEW_BUCKETS = 32
+
+
 class ComparisonWindows:
     """The current window, its baseline, and the event-time test schedule.
 
@@ -895,6 +900,36 @@ class ComparisonWindows:
     def __init__(self, config: WindowConfig, min_count: int, has_reference: bool) -> None:
         self.config, self.min_count = config, min_count
         self.window = config.window(has_reference)
+        #: the spans whose busiest window is kept (:attr:`busiest_held`): the windows tested
+        self._sized = sorted({config.window_s, *([config.reference_window_s] * has_reference)})
+        #: span (seconds) -> the most events any window of that span held, over the events'
+        #: times (windows of whole buckets ending at each bucket up to the watermark),
+        #: whatever the test cadence (:meth:`_track_busiest`); ``{}`` before any event (or
+        #: after a restore of a snapshot written before session 41)
+        self.busiest_held: dict[float, int] = {}
+        #: the earliest bucket an event was added to (``None``: none yet, or an older
+        #: snapshot), from which :meth:`mean_held` measures the rate
+        self.first_bucket: int | None = None
+        #: events were taken before :attr:`first_bucket` was kept (a snapshot written before
+        #: session 41 restored): it stays ``None``, as the window's ``accepted`` counts
+        #: events from before the buckets a first bucket set later would cover (the mean
+        #: over the events since the restore read as if the service's every event came then)
+        self._no_first = False
+        #: the events added per bucket, all categories together, for :meth:`_track_busiest`:
+        #: a ring of the ``retention_s`` buckets an event can still be accepted into plus the
+        #: longest span's (the windows back from such an event) and 2, slot ``b % n`` holding
+        #: bucket ``b`` (``_EMPTY``: none). Kept apart from the window's own ring, which
+        #: forgets the buckets behind ``retention_s``: a window back from a lagging
+        #: partition's event read there held what the batching left (trial 41 fix: 1,126
+        #: fed in chunks, 1,148 at once, on the same events)
+        n_held = math.ceil(self.window.retention_s / config.bucket_s)
+        n_held += math.ceil(max(self._sized) / config.bucket_s) + 2
+        self._held_bucket = np.full(n_held, _EMPTY, dtype=np.int64)
+        self._held_total = np.zeros(n_held, dtype=np.int64)
+        #: the watermark's bucket at the last :meth:`_track_busiest`, and span -> the events
+        #: of the window ending there (``None``, ``{}``: none yet, or since a restore)
+        self._held_top: int | None = None
+        self._held_sums: dict[float, int] = {}
         self._span = math.ceil(config.warmup_s / config.bucket_s)  # the baseline's buckets
         self._base: dict[int, dict[str, int]] = {}  # bucket -> counts, within the span
         #: :meth:`_base_counts` of ``_base`` as it is (``None``: changed since)
@@ -967,6 +1002,7 @@ class ComparisonWindows:
         stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
         every_stop = bool(stops) and (not plain or self.window.could_forget(streams or []))
         self._parts = []
+        added: list[NDArray[np.float64]] = []
 
         def add(start: int, end: int) -> None:
             """Add the events ``start:end`` to the window and the baseline."""
@@ -981,6 +1017,7 @@ class ComparisonWindows:
             )  # fmt: skip
             self._added()
             self._count_behind(streams)
+            added.append(self.window.last_accepted)
             self._take_baseline()
             if on_added is not None:
                 on_added(start, end)
@@ -1000,6 +1037,7 @@ class ComparisonWindows:
             self._start = self.window.watermark if self._start is None else self._start
             self._test(on_tick, i + 1)
         add(start, len(ts))
+        self._track_busiest(added[0] if len(added) == 1 else np.concatenate(added))
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
             self._test(on_tick, len(ts), freeze=False)
 
@@ -1068,6 +1106,133 @@ class ComparisonWindows:
             return False
         self._test(on_tick, 0, freeze=False)
         return True
+
+    def _track_busiest(self, stamps: NDArray[np.float64]) -> None:
+        """Update :attr:`busiest_held` and :attr:`first_bucket` with the events an
+        :meth:`ingest` added (their timestamps ``stamps``: every event the window accepted,
+        each counted in its bucket as when it was accepted, even one the window's own ring
+        then let a newer bucket of the same update take), once at its end. The windows (of
+        each span tested) that could hold one of the events end between its earliest bucket
+        ``lo`` and the watermark's ``top`` (a window ending later holds a part of the one
+        ending at ``top``); they read the buckets from ``lo`` less the longest span to
+        ``top``: those this ingest added to, plus those held before it (its own ring of
+        totals, read before the ingest's events join it). Exact whatever the batching: an
+        accepted event is at most ``retention_s`` behind the watermark before the ingest
+        (its own stream's lateness, or older than the history kept and so late), and the
+        ring holds that and the longest span behind it. Each span's window ending just
+        before ``lo`` is the one ending at the last ingest's ``top`` (kept, :attr:`_held_sums`)
+        moved over the buckets between the two, and the windows ending at ``lo ... top``
+        follow by adding a bucket and dropping one: about ``top − lo`` buckets per span
+        and ingest (reading each window's whole span cost a 2-a-second log ~1.7 µs an
+        event, 7 % of its drift stage, with a 24 h span: 1,440 buckets), the whole span
+        once after a restore."""
+        w = self.window
+        if not len(stamps) or w.watermark is None:
+            return
+        size = w.bucket_s
+        added = np.floor(stamps / size).astype(np.int64)
+        added = added[added <= (top := math.floor(w.watermark / size))]  # (all of them)
+        lo = int(added.min())
+        if not self._no_first:
+            self.first_bucket = lo if self.first_bucket is None else min(self.first_bucket, lo)
+        n = len(self._held_bucket)
+        mine = np.bincount(added - lo, minlength=top - lo + 1)  # this ingest's, lo ... top
+
+        def before(first: int, last: int) -> NDArray[np.int64]:
+            """The ring's totals of the buckets ``first ... last`` (before this ingest's)."""
+            buckets = np.arange(first, last + 1, dtype=np.int64)
+            slots = buckets % n
+            return np.where(self._held_bucket[slots] == buckets, self._held_total[slots], 0)
+
+        prev = self._held_top
+        if prev is not None and top - lo <= _FEW_BUCKETS and abs(lo - prev) <= _FEW_BUCKETS:
+            self._track_few(lo, top, mine.tolist())  # (the usual ingest: a few buckets)
+            return
+        now = before(lo, top) + mine  # the buckets lo ... top with this ingest's events
+        for span in self._sized:
+            width = math.ceil(span / size)
+            # the window ending at lo - 1 (no event of this ingest in it), from the one
+            # ending at the last ingest's top (no bucket after that held any event yet)
+            run = self._held_sums.get(span)
+            if prev is None or run is None:  # (the first ingest, or after a restore)
+                at = int(before(lo - width, lo - 1).sum())
+            elif lo > prev:
+                at = run - int(before(prev - width + 1, min(prev, lo - 1 - width)).sum())
+            else:
+                at = run - int(before(lo, prev).sum()) + int(before(lo - width, prev - width).sum())
+            # the windows ending at lo ... top: each the one before, a bucket in, a bucket out
+            if top - width < lo:
+                out = before(lo - width, top - width)
+            else:
+                out = np.concatenate([before(lo - width, lo - 1), now[: top - width - lo + 1]])
+            sums = at + np.cumsum(now - out)
+            most = int(sums.max())
+            if most > self.busiest_held.get(span, 0):
+                self.busiest_held[span] = most
+            self._held_sums[span] = int(sums[-1])
+        self._held_top = top
+        # the ingest's events join the ring (its buckets newer than top − n: distinct slots;
+        # an older one's slot holds none of them, and no window will read it again)
+        kept = np.flatnonzero(mine) + lo
+        kept = kept[kept > top - n]
+        at_slot = kept % n
+        held = mine[kept - lo]
+        same = self._held_bucket[at_slot] == kept
+        self._held_total[at_slot] = np.where(same, self._held_total[at_slot] + held, held)
+        self._held_bucket[at_slot] = kept
+
+    def _track_few(self, lo: int, top: int, mine: list[int]) -> None:
+        """:meth:`_track_busiest` of an ingest whose buckets ``lo ... top`` (its events per
+        bucket ``mine``) lie within :data:`_FEW_BUCKETS` of each other and of the last
+        ingest's ``top``: the same sums bucket by bucket in plain ints, instead of ~25 NumPy
+        calls on arrays of a few buckets each (a 2-a-second log's 500-event batch spans
+        ~5 one-minute buckets)."""
+        n, prev = len(self._held_bucket), cast(int, self._held_top)
+        buckets, totals = self._held_bucket, self._held_total
+
+        def held(bucket: int) -> int:
+            """The ring's total of ``bucket`` (before this ingest's events)."""
+            slot = bucket % n
+            return int(totals[slot]) if buckets[slot] == bucket else 0
+
+        now = [held(b) + k for b, k in zip(range(lo, top + 1), mine, strict=True)]
+        for span in self._sized:
+            width = math.ceil(span / self.window.bucket_s)
+            run = self._held_sums[span]
+            if lo > prev:  # (as in _track_busiest)
+                at = run - sum(map(held, range(prev - width + 1, min(prev, lo - 1 - width) + 1)))
+            else:
+                at = (run - sum(map(held, range(lo, prev + 1)))
+                      + sum(map(held, range(lo - width, prev - width + 1))))  # fmt: skip
+            most = 0
+            for e in range(lo, top + 1):
+                gone = e - width
+                at += now[e - lo] - (now[gone - lo] if gone >= lo else held(gone))
+                most = max(most, at)
+            if most > self.busiest_held.get(span, 0):
+                self.busiest_held[span] = most
+            self._held_sums[span] = at
+        self._held_top = top
+        for b, k in zip(range(lo, top + 1), mine, strict=True):
+            if k and b > top - n:
+                slot = b % n
+                same = buckets[slot] == b
+                totals[slot] = totals[slot] + k if same else k
+                buckets[slot] = b
+
+    def mean_held(self, span_s: float) -> float:
+        """The mean events a window of ``span_s`` seconds held over the events' times: the
+        events added (:attr:`CategoryWindow.accepted`) over the buckets from
+        :attr:`first_bucket` to the watermark's, times the span's buckets — the rate a
+        window of that span holds on average, whatever the test cadence. ``0.0`` before
+        the events span one whole window (too little time to say), or without
+        :attr:`first_bucket` (an older snapshot)."""
+        w = self.window
+        if self.first_bucket is None or w.watermark is None:
+            return 0.0
+        width = math.ceil(span_s / w.bucket_s)
+        covered = math.floor(w.watermark / w.bucket_s) - self.first_bucket + 1
+        return w.accepted * width / covered if covered >= width else 0.0
 
     def _count_behind(self, streams: Sequence[str] | None) -> None:
         """Count the events the last update added at or before the last test's watermark."""
@@ -1251,7 +1416,21 @@ class ComparisonWindows:
             "tested_at": self._tested_at,
             "behind": self._behind,
             "short_warmups": [self.short_warmups, self.short_warmup_count],
+            "busiest_held": [[span, n] for span, n in sorted(self.busiest_held.items())],
+            "first_bucket": self.first_bucket,
+            "busiest_buckets": self._busiest_buckets(),
         }
+
+    def _busiest_buckets(self) -> list[list[int]]:
+        """``[[bucket, events], ...]`` of the ring :meth:`_track_busiest` keeps, its live part
+        only (the ``n`` buckets up to the watermark's: an older one left in a slot no newer
+        bucket reached depends on the batching, and no window reads it again)."""
+        w, n = self.window, len(self._held_bucket)
+        if w.watermark is None:
+            return []
+        oldest = math.floor(w.watermark / w.bucket_s) - n + 1
+        live = self._held_bucket[self._held_bucket >= oldest]
+        return [[int(b), int(self._held_total[b % n])] for b in sorted(live.tolist())]
 
     def restore(self, state: dict[str, Any]) -> None:
         """Take back a :meth:`snapshot`.
@@ -1279,3 +1458,22 @@ class ComparisonWindows:
         self._tested_at, self._behind = state.get("tested_at"), int(state.get("behind") or 0)
         short = state.get("short_warmups") or [0, 0]  # (older snapshots: none counted)
         self.short_warmups, self.short_warmup_count = int(short[0]), int(short[1])
+        # (older snapshots: none kept; the detectors then size their advice by the windows
+        # they tested, as before)
+        # (keyed by the configured spans as they are: a snapshot's JSON turns 600 into 600.0)
+        sized = {float(span): span for span in self._sized}
+        self.busiest_held = {sized.get(float(span), float(span)): int(n)
+                             for span, n in state.get("busiest_held") or []}  # fmt: skip
+        first = state.get("first_bucket")
+        self.first_bucket = None if first is None else int(first)
+        # (events taken and no first bucket: an older snapshot, or one written since its
+        # restore; the window's accepted count spans more than the next events' buckets)
+        self._no_first = self.first_bucket is None and self.window.accepted > 0
+        # (older snapshots: none kept; a window back from the next events then misses them)
+        self._held_bucket[:] = _EMPTY
+        self._held_total[:] = 0
+        self._held_top, self._held_sums = None, {}  # (worked out again from the ring)
+        for bucket, total in state.get("busiest_buckets") or []:
+            slot = int(bucket) % len(self._held_bucket)
+            if int(bucket) > self._held_bucket[slot]:
+                self._held_bucket[slot], self._held_total[slot] = int(bucket), int(total)

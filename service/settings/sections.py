@@ -413,6 +413,38 @@ class DriftSettings(_Frozen):
     known_window_s: float = Field(default=86_400.0, gt=0)
     known_min_count: int = Field(default=30, ge=1)
 
+    def cadence_notice(self, has_reference: bool) -> str | None:
+        """What to change when ``test_every_s`` is longer than a window it tests (``None``
+        when it is not): the baseline comparisons' ``window_s`` (unless ``baseline`` is
+        ``none``) and, with a gold set (``has_reference``), the gold-set comparisons'
+        ``reference_window_s`` and the known-question dimensions' ``known_window_s``. A test
+        runs each time the events' time crosses a multiple of ``test_every_s`` (and at the
+        first events), so the windows between two tests are never tested, and a log shorter
+        than ``test_every_s`` is tested only at its start (trial 41: 999999 s, and
+        ``config check`` said nothing while every dimension stayed untested).
+
+        >>> DriftSettings(test_every_s=7200).cadence_notice(False)[:80]
+        'analytics.drift.test_every_s (7200 s) is longer than the window it tests, analyt'
+        >>> DriftSettings().cadence_notice(True) is None
+        True
+        """
+        spans = [("window_s", self.window_s)] * (self.baseline != "none")
+        if has_reference:
+            spans += [("reference_window_s", self.reference_window_s),
+                      ("known_window_s", self.known_window_s)]  # fmt: skip
+        longer = [(name, span) for name, span in spans if self.test_every_s > span]
+        if not longer:
+            return None
+        named = ", ".join(f"analytics.drift.{name} ({span:g} s)" for name, span in longer)
+        shortest = min(span for _, span in longer)
+        windows = "the window it tests" if len(longer) == 1 else "windows it tests"
+        return (f"analytics.drift.test_every_s ({self.test_every_s:g} s) is longer than "
+                f"{windows}, {named}: a drift test runs each time the events' time crosses a "
+                f"multiple of test_every_s (and at the first events), so the windows between "
+                f"two tests are never tested and traffic shorter than test_every_s is tested "
+                f"only at its start; set analytics.drift.test_every_s to at most "
+                f"{shortest:g} s (default 300 s)")  # fmt: skip
+
     @model_validator(mode="after")
     def _windows_hold_a_bucket(self) -> DriftSettings:
         """A window shorter than one bucket is one bucket (windows slide a bucket at a time),
