@@ -57,6 +57,24 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   keeps how many in-time events arrived after it (snapshots keep it; a snapshot written
   before session 32 has none, so those held then count from the restore). Decisions depend
   only on the events and their order, never on the wall clock.
+* gap rule (``ahead_gap_factor`` > 0, default 4): a skew under ``max_ahead_s`` (a trial's
+  one event 2 h ahead, within the default 6 h) would still move the watermark, and the ~60
+  events after it, in true order, were late. So once :data:`GAP_EVENTS` in-time events are
+  known, an event is held (counted ``ahead``) as well when it is more than
+  ``ahead_gap_factor`` times the largest advance of the watermark over the last
+  :data:`GAP_EVENTS` in-time events ahead of the watermark, and more than
+  ``allowed_lateness_s`` (a smaller advance makes no event late): :func:`gap_limit`. Such a
+  held event confirms a jump as above with the held events within ``max_ahead_s`` of it,
+  leaving out the *lone* ones — those after which ``ahead_confirm`` or more in-time events
+  came (the traffic went on in the old time): a real jump (traffic resumed after a pause,
+  a backlog) is confirmed by ``ahead_confirm`` events in a row and released, nothing late
+  and nothing lost; a lone outlier stays held, counted under ``ahead``, and is forgotten
+  once the watermark passes it (never added, never late). Freshness: after a pause over
+  that limit the watermark waits for ``ahead_confirm`` − 1 more events (sparse traffic's
+  largest recent pause is long, so it seldom holds; a pause longer than ``max_ahead_s``
+  waited so before). The history is the watermark after each in-time event (snapshots keep
+  it; one written before session 41 has none, and the rule waits for :data:`GAP_EVENTS`
+  events after the restore).
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -127,6 +145,9 @@ _MAX_SHIFT = 64
 """Buckets a span's running sums move by at most before they are summed afresh instead."""
 MAX_STREAMS = 4096
 """Streams (e.g. Kafka partitions) whose own watermarks are kept at most."""
+GAP_EVENTS = 32
+"""In-time events whose watermarks the gap rule reads (the last this many; the rule waits
+until this many are known, so it is off for a stream's first events)."""
 
 
 class WindowUpdate(NamedTuple):
@@ -150,6 +171,9 @@ def running_watermark(
     ahead_confirm: int = 1,
     held: Sequence[float] = (),
     held_since: Sequence[int] = (),
+    recent: Sequence[float] = (),
+    gap_factor: float = 0.0,
+    min_jump_s: float = 0.0,
 ) -> Watermarks:
     """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
 
@@ -165,6 +189,15 @@ def running_watermark(
     (:func:`_confirms`; see the module docstring). ``held_since``: for each of ``held``, how
     many in-time events (neither held when they came nor future) arrived after it before this
     batch (missing: 0).
+    Gap rule (``gap_factor`` > 0): once ``recent`` and this batch give :data:`GAP_EVENTS`
+    in-time events, an event is held as well when it is more than
+    ``min(max_ahead_s, max(min_jump_s, gap_factor × g))`` ahead of the watermark, ``g`` the
+    largest advance of the watermark over the last :data:`GAP_EVENTS` in-time events
+    (``recent``: the watermarks after the in-time events before this batch, oldest first;
+    :func:`gap_limit`). Such an event (not more than ``max_ahead_s`` ahead) confirms a jump
+    with the held events within ``max_ahead_s`` of it that fewer than ``ahead_confirm`` in-time
+    events came after (those that more came after were lone: the traffic went on in the old
+    time), under :func:`_confirms`; a lone one stays held, counted ``ahead``.
     ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
     jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
     likewise of the events still held after the batch, oldest first.
@@ -177,7 +210,10 @@ def running_watermark(
     if ahead_confirm <= 1 or not math.isfinite(max_ahead_s):
         return marks, future, ahead, [], []
     prev = np.concatenate([[start], marks[:-1]])
-    jumps = ~future & (moves > prev + max_ahead_s)
+    gaps = gap_factor > 0 and min_jump_s < max_ahead_s
+    # (nothing held: each event's watermark before it is prev; none is held when none steps
+    # past it by more than the least limit the gap rule can set, min_jump_s)
+    jumps = ~future & (moves > prev + (min_jump_s if gaps else max_ahead_s))
     if not (held or jumps.any()):
         return marks, future, ahead, [], []
     items, pending, released = [*held, *map(float, timestamps)], list(range(len(held))), []
@@ -186,9 +222,16 @@ def running_watermark(
     came = [-int(held_since[k]) if k < len(held_since) else 0 for k in range(len(held))]
     came += [0] * len(timestamps)
     seen, mark = 0, start  # seen: this batch's in-time events so far
+    rec = list(recent[-GAP_EVENTS:]) if gaps else []  # watermarks after in-time events
     for i, t in enumerate(map(float, timestamps)):
-        if not future[i] and t > mark + max_ahead_s:
-            if math.isfinite(mark):
+        limit = max_ahead_s
+        if gaps and not future[i] and t > mark + min_jump_s and len(rec) >= GAP_EVENTS:
+            limit = gap_limit(rec[-GAP_EVENTS:], gap_factor, min_jump_s, max_ahead_s)
+        if not future[i] and t > mark + limit:
+            if t <= mark + max_ahead_s:  # (gap rule) those lone held events left out
+                near = [k for k in pending if abs(items[k] - t) <= max_ahead_s
+                        and seen - came[k] < ahead_confirm]  # fmt: skip
+            elif math.isfinite(mark):
                 near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
             else:  # no watermark yet: the held events linked to t by steps of max_ahead_s
                 near = _run(items, pending, t, max_ahead_s)
@@ -197,6 +240,7 @@ def running_watermark(
                 pending = [k for k in pending if k not in near]
                 mark = max([t, *(items[k] for k in near)])
                 seen += 1
+                rec.append(mark)
             else:
                 ahead[i], came[len(held) + i] = True, seen
                 # those the watermark has passed first (see below): else they would take
@@ -206,6 +250,9 @@ def running_watermark(
         elif not future[i]:
             mark = max(mark, t)
             seen += 1
+            rec.append(mark)
+            if len(rec) > 4 * GAP_EVENTS:
+                del rec[:-GAP_EVENTS]
         marks[i] = mark
     for k in released:
         if k >= len(held):
@@ -215,6 +262,25 @@ def running_watermark(
     # outlier return to the vectorised path once traffic has caught up with it
     pending = [k for k in pending if items[k] >= mark]
     return marks, future, ahead, released, pending
+
+
+def gap_limit(
+    recent: Sequence[float], gap_factor: float, min_jump_s: float, max_ahead_s: float
+) -> float:
+    """How far (seconds) an event may be ahead of the watermark before the gap rule holds it:
+    ``min(max_ahead_s, max(min_jump_s, gap_factor × g))``, ``g`` the largest step between
+    consecutive values of ``recent`` (the watermark after each of the last in-time events,
+    oldest first: non-decreasing; out-of-order events step by 0). The largest step, not a
+    typical one: a pause the traffic had among its last events is one it may have again,
+    so it is not held (fewer holds, never more).
+
+    >>> gap_limit([0.0, 10.0, 15.0, 15.0, 40.0], 4.0, 60.0, 3600.0)  # 4 × 25 s
+    100.0
+    >>> gap_limit([0.0, 10.0], 4.0, 60.0, 3600.0), gap_limit([0.0, 5000.0], 4.0, 60.0, 3600.0)
+    (60.0, 3600.0)
+    """
+    step = max((b - a for a, b in pairwise(recent)), default=0.0)
+    return min(max_ahead_s, max(min_jump_s, gap_factor * step))
 
 
 def _confirms(since: Sequence[int], ahead_confirm: int) -> bool:
@@ -296,6 +362,10 @@ class CategoryWindow:
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm a jump
             (≥ 1; 1: never hold), if they are also at least as many as the in-time events
             since the first of them (see the module docstring).
+        ahead_gap_factor: the gap rule (see the module docstring): an event more than this
+            many times the largest watermark advance over the last :data:`GAP_EVENTS`
+            in-time events (and more than ``allowed_lateness_s``) ahead is held too (≥ 0;
+            0: off; default 4). Only with a finite ``max_ahead_s`` and ``ahead_confirm`` > 1.
 
     Raises:
         ValueError: an argument is out of range.
@@ -312,6 +382,7 @@ class CategoryWindow:
         max_categories: int = 500,
         max_ahead_s: float = math.inf,
         ahead_confirm: int = 1,
+        ahead_gap_factor: float = 4.0,
     ) -> None:
         retention = window_s if retention_s is None else retention_s
         if not (bucket_s > 0 and window_s > 0 and math.isfinite(window_s + bucket_s)):
@@ -324,7 +395,10 @@ class CategoryWindow:
             raise ValueError("future_tolerance_s must be >= 0 and max_categories >= 1")
         if not (max_ahead_s > 0 and ahead_confirm >= 1):
             raise ValueError("max_ahead_s must be > 0 and ahead_confirm >= 1")
+        if not (ahead_gap_factor >= 0 and math.isfinite(ahead_gap_factor)):
+            raise ValueError(f"ahead_gap_factor must be finite and >= 0, got {ahead_gap_factor}")
         self.max_ahead_s, self.ahead_confirm = float(max_ahead_s), int(ahead_confirm)
+        self.ahead_gap_factor = float(ahead_gap_factor)
         self.window_s, self.bucket_s = float(window_s), float(bucket_s)
         self.allowed_lateness_s = float(allowed_lateness_s)
         self.future_tolerance_s = float(future_tolerance_s)
@@ -343,6 +417,8 @@ class CategoryWindow:
         #: for each held event, the in-time events (neither held when they came nor future)
         #: that arrived after it: a jump is confirmed only when the traffic really moved
         self._since: list[int] = []
+        #: the watermark after each of the last GAP_EVENTS in-time events (the gap rule's)
+        self._recent: list[float] = []
         #: running sums of the spans :meth:`counts` read, kept up to date as events are added
         #: (:meth:`_sum`): ``(buckets, buckets before the watermark's) -> [first, last, sums]``
         self._spans: dict[tuple[int, int], list[Any]] = {}
@@ -397,6 +473,26 @@ class CategoryWindow:
             self._codes[category] = code
         return code
 
+    def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> Watermarks:
+        """What :func:`running_watermark` gives for ``timestamps`` (and ``now``) from this
+        window's present state (its watermark, held events and the gap rule's history)."""
+        return running_watermark(
+            timestamps, self.watermark, now, self.future_tolerance_s,
+            max_ahead_s=self.max_ahead_s, ahead_confirm=self.ahead_confirm,
+            held=[t for t, _ in self._held], held_since=self._since, recent=self._recent,
+            gap_factor=self.ahead_gap_factor, min_jump_s=self.allowed_lateness_s,
+        )  # fmt: skip
+
+    def _remember(self, marks: NDArray[np.float64], in_time: NDArray[np.bool_]) -> None:
+        """Keep the watermark after each in-time event (``in_time``: neither future nor held
+        when it came) for the gap rule: the last :data:`GAP_EVENTS`."""
+        if self.ahead_gap_factor > 0:
+            taken = marks[in_time] if not in_time.all() else marks
+            if len(taken) >= GAP_EVENTS:
+                self._recent = taken[-GAP_EVENTS:].tolist()
+            elif len(taken):
+                self._recent = [*self._recent, *taken.tolist()][-GAP_EVENTS:]
+
     def update(self, category: str, timestamp: float, now: Now = None) -> WindowUpdate:
         """Add one event; see :meth:`update_many`."""
         return self.update_many([category], [timestamp], now)
@@ -447,10 +543,7 @@ class CategoryWindow:
         old_ts, old_categories = _NONE, []
         too_old_mask: NDArray[np.bool_] | None = None
         if watermarks is None:
-            watermarks = running_watermark(
-                ts, self.watermark, now, self.future_tolerance_s, max_ahead_s=self.max_ahead_s,
-                ahead_confirm=self.ahead_confirm, held=held_ts, held_since=self._since,
-            )  # fmt: skip
+            watermarks = self.watermarks(ts, now)
         marks, future, ahead, released, pending = watermarks
         before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
         # an event held when it came, even if released later in this batch (as one released
@@ -503,6 +596,7 @@ class CategoryWindow:
         self.last_too_old, self.last_too_old_categories = old_ts, old_categories
         self.last_late, self.last_future = late, future
         self.last_arrived_ahead = arrived_ahead
+        self._remember(marks, ~future & ~arrived_ahead)
         n_ahead = int(ahead.sum()) - len(back)
         result = WindowUpdate(
             int(ok.sum()) + len(back), int(late.sum()), int(future.sum()), n_ahead
@@ -556,6 +650,7 @@ class CategoryWindow:
         self.last_ok = ~self.last_late & ~future & ~ahead
         self.last_released, self.last_too_old_mask = [], _NO_MASK
         self.last_arrived_ahead = ahead
+        self._remember(marks, ~future & ~ahead)
         result = WindowUpdate(len(taken), sum(late), int(future.sum()), int(ahead.sum()))
         self.accepted += result.accepted
         self.late += result.late
@@ -751,6 +846,9 @@ class CategoryWindow:
             "held": [[t, c] for t, c in self._held],
             # (a key of its own: code before session 32 restores this snapshot too)
             "held_since": list(self._since),
+            # (the gap rule's; a snapshot before session 41 has none: the rule waits for
+            # GAP_EVENTS in-time events after the restore)
+            "recent_marks": list(self._recent),
             "streams": dict(self._streams),
             "buckets": buckets,
         }
@@ -784,6 +882,7 @@ class CategoryWindow:
             since = [int(n) for n in state.get("held_since", ())]
             since = since[max(0, len(since) - len(self._held)) :]
             self._since = [0] * (len(self._held) - len(since)) + since
+            self._recent = [float(m) for m in state.get("recent_marks", ())][-GAP_EVENTS:]
             streams = list(state.get("streams", {}).items())[-MAX_STREAMS:]  # (older: none)
             self._streams = {str(name): float(mark) for name, mark in streams}
         except (KeyError, TypeError, ValueError) as exc:
@@ -811,9 +910,11 @@ class WindowConfig:
         warmup_s: warm-up of a frozen baseline (default 6 h).
         alpha_period_s: a detector's ``alpha`` is its false-alarm budget per this much event
             time (default one day); see :meth:`ComparisonWindows.windows_per_period`.
-        allowed_lateness_s, future_tolerance_s, max_categories, max_ahead_s, ahead_confirm:
-            see :class:`CategoryWindow` (defaults: an event over 6 h ahead of the watermark is
-            held until 5 such events within 6 h of one another confirm the jump).
+        allowed_lateness_s, future_tolerance_s, max_categories, max_ahead_s, ahead_confirm,
+            ahead_gap_factor: see :class:`CategoryWindow` (defaults: an event over 6 h ahead
+            of the watermark is held until 5 such events within 6 h of one another confirm the
+            jump; so is one over 4 times the largest advance of the last 32 in-time events and
+            over ``allowed_lateness_s`` ahead).
 
     Raises:
         ValueError: a duration is not > 0 (lateness, tolerance: ≥ 0) or baseline is unknown.
@@ -831,6 +932,7 @@ class WindowConfig:
     max_categories: int = 500
     max_ahead_s: float = 21_600.0
     ahead_confirm: int = 5
+    ahead_gap_factor: float = 4.0
 
     def __post_init__(self) -> None:
         if self.baseline not in ("frozen", "previous", "none"):
@@ -859,6 +961,7 @@ class WindowConfig:
             max_categories=self.max_categories,
             max_ahead_s=self.max_ahead_s,
             ahead_confirm=self.ahead_confirm,
+            ahead_gap_factor=self.ahead_gap_factor,
         )
 
 
@@ -1026,10 +1129,7 @@ class ComparisonWindows:
         """What :func:`running_watermark` gives for ``timestamps`` (and ``now``, one reading
         or one per event) from the window's present state."""
         w = self.window
-        return running_watermark(
-            timestamps, w.watermark, now, w.future_tolerance_s, max_ahead_s=w.max_ahead_s,
-            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held], held_since=w.held_since,
-        )  # fmt: skip
+        return w.watermarks(timestamps, now)
 
     def holds(self, watermarks: Watermarks) -> bool:
         """Whether events are held ahead of the watermark now, or an update with these

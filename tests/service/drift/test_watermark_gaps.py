@@ -1,0 +1,181 @@
+"""One event stamped a little ahead (under ``max_ahead_s``) must not make the events after it
+late (trial 40, LOW 1: one event 2 h ahead of its neighbours, within the default 6 h, moved
+the watermark 2 h and the ~60 good events after it were counted late).
+
+The gap rule: once 32 events came in time, an event more than ``ahead_gap_factor`` times the
+largest watermark advance over the last 32 in-time events (and more than the allowed
+lateness) ahead of the watermark is held; ``ahead_confirm`` such events in a row confirm a
+real jump; one after which ``ahead_confirm`` events came in time is lone and stays ``ahead``.
+
+Every expected value is worked out by hand (buckets of 60 s, windows of 600 s, lateness
+60 s, ``max_ahead_s`` 6 h, ``ahead_confirm`` 3, factor 4).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from service.drift.windows import GAP_EVENTS, CategoryWindow, gap_limit
+from service.settings.sections import DriftSettings
+
+HOUR = 3600.0
+
+
+def _window(**kw: object) -> CategoryWindow:
+    args = {"allowed_lateness_s": 60.0, "retention_s": 86_400.0, "max_ahead_s": 6 * HOUR,
+            "ahead_confirm": 3, "ahead_gap_factor": 4.0} | kw  # fmt: skip
+    return CategoryWindow(600.0, 60.0, **args)  # type: ignore[arg-type]
+
+
+def _state(w: CategoryWindow) -> tuple[object, ...]:
+    return w.accepted, w.late, w.future, w.ahead, w.watermark
+
+
+#: 40 a's every 60 s (0..2340: the largest advance 60 s, so the limit is max(60, 4·60) = 240 s);
+#: one z stamped 2 h after the last a (9540); then 60 b's every 60 s in true order (2400..5940)
+BEFORE = [60.0 * i for i in range(40)]
+OUTLIER = BEFORE[-1] + 2 * HOUR
+AFTER = [2400.0 + 60.0 * i for i in range(60)]
+CATS = ["a"] * 40 + ["z"] + ["b"] * 60
+STAMPS = [*BEFORE, OUTLIER, *AFTER]
+
+
+def test_the_limit_is_the_factor_times_the_largest_recent_advance_within_bounds() -> None:
+    assert GAP_EVENTS == 32
+    assert gap_limit([0.0, 60.0, 120.0, 180.0], 4.0, 60.0, 6 * HOUR) == 240.0
+    assert gap_limit([0.0, 60.0, 60.0, 61.0], 4.0, 300.0, 6 * HOUR) == 300.0  # the lateness floor
+    assert gap_limit([0.0, 2 * HOUR, 2 * HOUR + 1], 4.0, 60.0, 6 * HOUR) == 6 * HOUR  # the cap
+
+
+def test_one_outlier_two_hours_ahead_makes_no_event_late() -> None:
+    w = _window()
+    w.update_many(CATS, STAMPS)
+    # z is 7,200 s > 240 s ahead of 2,340: held; the 60 b's each step 60 s: in time
+    assert _state(w) == (100, 0, 0, 1, 5940.0)
+    assert w.held == [(OUTLIER, "z")]
+    assert w.held_since == [60]  # lone: 60 >= 3 in-time events came after it
+    assert w.current() == {"b": 10}  # buckets 90..99: the b's at 5400..5940
+
+
+def test_before_the_rule_the_outlier_made_the_sixty_after_it_late() -> None:
+    w = _window(ahead_gap_factor=0.0)  # the rule off: as before session 41
+    w.update_many(CATS, STAMPS)
+    # z moves the watermark to 9540; every b (<= 5940 < 9540 - 60) is late
+    assert _state(w) == (41, 60, 0, 0, OUTLIER)
+
+
+def test_the_lone_outlier_stays_ahead_when_the_watermark_passes_it() -> None:
+    w = _window()
+    w.update_many(CATS, STAMPS)
+    later = [6000.0 + 60.0 * i for i in range(61)]  # 6000..9600: passes 9540
+    assert w.update_many(["c"] * 61, later) == (61, 0, 0, 0)
+    assert _state(w) == (161, 0, 0, 1, 9600.0)
+    assert w.held == []  # forgotten once passed; still counted under ahead, never added
+
+
+def test_the_same_however_batched_and_restored() -> None:
+    whole = _window()
+    whole.update_many(CATS, STAMPS)
+    one_by_one = _window()
+    for c, t in zip(CATS, STAMPS, strict=True):
+        one_by_one.update(c, t)
+    restored = _window()
+    restored.update_many(CATS[:50], STAMPS[:50])
+    restored = _window().restore(restored.snapshot())
+    restored.update_many(CATS[50:], STAMPS[50:])
+    for w in (one_by_one, restored):
+        assert _state(w) == _state(whole)
+        assert w.held == whole.held and w.held_since == whole.held_since
+        assert w.current() == whole.current()
+
+
+def test_a_snapshot_without_the_history_waits_for_32_events() -> None:
+    w = _window()
+    w.update_many(CATS[:40], STAMPS[:40])
+    state = w.snapshot()
+    del state["recent_marks"]  # as written before session 41
+    old = _window().restore(state)
+    old.update_many(CATS[40:], STAMPS[40:])
+    assert _state(old) == (41, 60, 0, 0, OUTLIER)  # no history yet: the old rule
+    state["recent_marks"] = []
+    fresh = _window().restore(state)
+    fresh.update_many(["a"] * 32, [2400.0 + 60 * i for i in range(32)])  # 2400..4260
+    fresh.update_many(["z", "b"], [4260.0 + 2 * HOUR, 4320.0])
+    assert _state(fresh) == (73, 0, 0, 1, 4320.0)  # 32 known: the outlier is held
+
+
+def test_a_real_jump_after_a_pause_is_confirmed_and_nothing_is_late() -> None:
+    w = _window()
+    w.update_many(["a"] * 40, BEFORE)  # watermark 2340, limit 240 s
+    resumed = [BEFORE[-1] + HOUR + 60.0 * i for i in range(10)]  # 5940..6480 after 1 h
+    assert w.update("b", resumed[0]) == (0, 0, 0, 1)  # 3,600 s > 240 s ahead: held
+    assert w.update("b", resumed[1]) == (0, 0, 0, 1)  # 1 held near it: 2 < 3
+    assert w.update("b", resumed[2]) == (3, 0, 0, -2)  # the third confirms: all three added
+    assert w.watermark == resumed[2]
+    assert w.update_many(["b"] * 7, resumed[3:]) == (7, 0, 0, 0)
+    assert _state(w) == (50, 0, 0, 0, 6480.0)
+    assert w.current() == {"b": 10}  # buckets 99..108: 5940..6480
+    same = _window(ahead_gap_factor=0.0)  # before: the same end state
+    same.update_many(["a"] * 40 + ["b"] * 10, [*BEFORE, *resumed])
+    assert _state(same) == _state(w) and same.current() == w.current()
+
+
+def test_a_backlog_after_a_pause_in_one_batch_is_confirmed_too() -> None:
+    w = _window()
+    backlog = [BEFORE[-1] + 3 * HOUR + 10.0 * i for i in range(200)]  # 3 h later, 10 s apart
+    w.update_many(["a"] * 40 + ["b"] * 200, [*BEFORE, *backlog])
+    assert _state(w) == (240, 0, 0, 0, backlog[-1])
+
+
+#: a small team's traffic: gaps of 2 min to 2 h (the largest recent advance is 2 h, so the
+#: limit is the 6 h cap: the rule holds nothing the old one did not)
+SPARSE_GAPS = [300.0, 900.0, HOUR, 600.0, 2 * HOUR, 120.0]
+SPARSE = [sum(SPARSE_GAPS[j % 6] for j in range(i)) for i in range(60)]
+
+
+def test_sparse_traffic_is_as_before() -> None:
+    w = _window()
+    w.update_many(["a"] * 60, SPARSE)
+    # 60 events, every gap <= 2 h < 6 h: all accepted, none late or held
+    assert _state(w) == (60, 0, 0, 0, SPARSE[-1])
+    assert SPARSE[-1] == 10 * sum(SPARSE_GAPS) - 120.0
+    off = _window(ahead_gap_factor=0.0)
+    off.update_many(["a"] * 60, SPARSE)
+    assert _state(off) == _state(w) and off.current() == w.current()
+
+
+def test_sparse_traffic_with_a_longer_pause_waits_for_two_more_events_only() -> None:
+    # 40 events 2 min apart (limit 480 s), a lunch pause of 1 h, then 5 more 2 min apart
+    stamps = [120.0 * i for i in range(40)]
+    after = [stamps[-1] + HOUR + 120.0 * i for i in range(5)]
+    w = _window()
+    w.update_many(["a"] * 40, stamps)
+    results = [w.update("b", t) for t in after]
+    assert [r.ahead for r in results] == [1, 1, -2, 0, 0]  # the third confirms
+    assert _state(w) == (45, 0, 0, 0, after[-1])
+
+
+def test_a_skewed_producer_two_hours_ahead_every_fifth_event_makes_nothing_late() -> None:
+    # 40 a's 60 s apart, then 50 events: every fifth stamped 2 h ahead of its neighbours
+    w = _window()
+    w.update_many(["a"] * 40, BEFORE)
+    cats, stamps = [], []
+    for i in range(50):
+        t = 2400.0 + 60.0 * i
+        cats.append("z" if i % 5 == 4 else "b")
+        stamps.append(t + 2 * HOUR if i % 5 == 4 else t)
+    w.update_many(cats, stamps)
+    # each z: 4 b's since the last z (which is lone after 3): at most one near z not lone,
+    # 2 < 3, so no z confirms; the 40 b's are in time (the watermark steps 120 s at most
+    # over a held z: limit 480 s); the 10 z's are ahead
+    assert _state(w) == (80, 0, 0, 10, 2400.0 + 60.0 * 48)
+
+
+def test_the_setting_is_validated() -> None:
+    assert DriftSettings().ahead_gap_factor == 4.0
+    with pytest.raises(ValueError):
+        DriftSettings(ahead_gap_factor=-1.0)
+    with pytest.raises(ValueError):
+        DriftSettings(ahead_gap_factor=float("inf"))
+    with pytest.raises(ValueError):
+        CategoryWindow(ahead_gap_factor=-0.5)
