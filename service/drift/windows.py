@@ -628,6 +628,7 @@ class CategoryWindow:
         late: list[bool] = []
         kept: list[str] = []
         taken: list[float] = []
+        in_time: list[float] = []  # the watermark after each in-time event (the gap rule's)
         for t, after, f, a, category in zip(stamps, marks.tolist(), future.tolist(),
                                             ahead.tolist(), categories, strict=True):  # fmt: skip
             dropped = not f and not a and t < mark - lateness
@@ -635,6 +636,8 @@ class CategoryWindow:
             if not (f or a or dropped):
                 kept.append(category)
                 taken.append(t)
+            if not (f or a):
+                in_time.append(after)
             mark = after
         if taken:
             self.watermark = float(marks[-1])
@@ -650,7 +653,8 @@ class CategoryWindow:
         self.last_ok = ~self.last_late & ~future & ~ahead
         self.last_released, self.last_too_old_mask = [], _NO_MASK
         self.last_arrived_ahead = ahead
-        self._remember(marks, ~future & ~ahead)
+        if in_time and self.ahead_gap_factor > 0:
+            self._recent = [*self._recent, *in_time][-GAP_EVENTS:]
         result = WindowUpdate(len(taken), sum(late), int(future.sum()), int(ahead.sum()))
         self.accepted += result.accepted
         self.late += result.late
