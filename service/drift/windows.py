@@ -228,8 +228,10 @@ def running_watermark(
         if gaps and not future[i] and t > mark + min_jump_s and len(rec) >= GAP_EVENTS:
             limit = gap_limit(rec[-GAP_EVENTS:], gap_factor, min_jump_s, max_ahead_s)
         if not future[i] and t > mark + limit:
-            if t <= mark + max_ahead_s:  # (gap rule) those lone held events left out
-                near = [k for k in pending if abs(items[k] - t) <= max_ahead_s
+            if t <= mark + max_ahead_s:  # (gap rule) lone held events and those the
+                # watermark has passed left out: a passed one is dropped from ``pending`` at
+                # the batch's end, so counting it here would make the result batch-dependent
+                near = [k for k in pending if mark <= items[k] <= t + max_ahead_s
                         and seen - came[k] < ahead_confirm]  # fmt: skip
             elif math.isfinite(mark):
                 near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]

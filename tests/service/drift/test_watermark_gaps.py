@@ -89,6 +89,55 @@ def test_the_same_however_batched_and_restored() -> None:
         assert w.current() == whole.current()
 
 
+#: two events held (2590, 2595: 250 s, 255 s > 240 s ahead of 2340), then two in time (2580:
+#: 240 s ahead, not over; the largest step is now 240 s, the limit 960 s; 2600) that pass
+#: both held ones, then one 1,000 s > 960 s ahead (3600). The two passed are no longer near
+#: it (the watermark passed them: a batch's end forgets them), so 3600 alone does not confirm
+PASSED = [*BEFORE, 2590.0, 2595.0, 2580.0, 2600.0, 3600.0]
+PASSED_CATS = ["a"] * 40 + ["o", "o", "b", "b", "j"]
+
+
+def _batchings(cats: list[str], stamps: list[float], **kw: object) -> list[CategoryWindow]:
+    """One window per way of feeding ``stamps``: whole, one by one, and split in two (then
+    also through a snapshot) after each of the last 8 events but one."""
+    whole = _window(**kw)
+    whole.update_many(cats, stamps)
+    one_by_one = _window(**kw)
+    for c, t in zip(cats, stamps, strict=True):
+        one_by_one.update(c, t)
+    out = [whole, one_by_one]
+    for cut in range(len(stamps) - 8, len(stamps)):
+        split = _window(**kw)
+        split.update_many(cats[:cut], stamps[:cut])
+        restored = _window(**kw).restore(split.snapshot())
+        for w in (split, restored):
+            w.update_many(cats[cut:], stamps[cut:])
+            out.append(w)
+    return out
+
+
+def test_held_events_the_watermark_passed_confirm_no_jump_however_batched() -> None:
+    # (a review: in one batch the two passed ones confirmed 3600 with it, 45 accepted and the
+    # watermark 3600; split after 2600 or one at a time: 42 and 2600)
+    for w in _batchings(PASSED_CATS, PASSED):
+        assert _state(w) == (42, 0, 0, 3, 2600.0)
+        assert w.held == [(3600.0, "j")]
+        # buckets 34..43 (2040..2639): the a's at 2040..2340, the b's at 2580 and 2600; the
+        # o's stay counted ahead, never added
+        assert w.current() == {"a": 6, "b": 2}
+
+
+def test_four_passed_held_events_confirm_no_jump_with_the_defaults() -> None:
+    # lateness 300 s, confirm 5: limit max(300, 4 x 60) = 300 s over 2340; four held (310..340
+    # s ahead), 2640 (300 s: in time; the limit becomes 1,200 s), 2700 passes the four, 4700
+    # is 2,000 s ahead: held, and none held is near it that the watermark has not passed
+    cats = ["a"] * 40 + ["o"] * 4 + ["b", "b", "j"]
+    stamps = [*BEFORE, 2650.0, 2660.0, 2670.0, 2680.0, 2640.0, 2700.0, 4700.0]
+    for w in _batchings(cats, stamps, allowed_lateness_s=300.0, ahead_confirm=5):
+        assert _state(w) == (42, 0, 0, 5, 2700.0)
+        assert w.held == [(4700.0, "j")]
+
+
 def test_a_snapshot_without_the_history_waits_for_32_events() -> None:
     w = _window()
     w.update_many(CATS[:40], STAMPS[:40])
