@@ -609,6 +609,49 @@ class CategoryWindow:
         self.ahead += result.ahead
         return result
 
+    def release_held(self) -> WindowUpdate:
+        """The input ended (a replay's end): add the events the gap rule holds that no later
+        event refuted, as if they had confirmed their jump; return what changed (``accepted``
+        added, ``ahead`` negative). Released: each held event within ``max_ahead_s`` of the
+        watermark (a skew under ``max_ahead_s``, held by the gap rule alone) after which
+        fewer than ``ahead_confirm`` in-time events came (a lone outlier, refuted by the
+        traffic that went on, stays held and counted ``ahead``). Those more than
+        ``max_ahead_s`` ahead, or held with no watermark yet, stay held as before session 41.
+
+        Without it, a log that ends fewer than ``ahead_confirm`` events after a pause longer
+        than the gap limit left those events held (100 events 60 s apart, a 1 h pause, 3 more:
+        3 ahead; 103 accepted before the rule). ``last_*`` then describe the release: no
+        event of an update (empty masks), ``last_released`` and ``last_accepted`` the events
+        added. Not for a stream that goes on (serve): a later event may still refute them.
+        """
+        empty = WindowUpdate(0, 0, 0, 0)
+        if self.watermark is None or not self._held:
+            return empty
+        mark = self.watermark
+        out = [k for k, (t, _) in enumerate(self._held)
+               if t <= mark + self.max_ahead_s and self._since[k] < self.ahead_confirm]  # fmt: skip
+        if not out:
+            return empty
+        back = [self._held[k] for k in out]
+        self._held = [h for k, h in enumerate(self._held) if k not in out]
+        self._since = [n for k, n in enumerate(self._since) if k not in out]
+        stamps = np.array([t for t, _ in back], dtype=np.float64)
+        kept = [c for _, c in back]
+        self.watermark = max(mark, float(stamps.max()))
+        if self.ahead_gap_factor > 0:
+            self._recent = [*self._recent, *np.maximum.accumulate(
+                np.concatenate([[mark], stamps]))[1:].tolist()][-GAP_EVENTS:]  # fmt: skip
+        codes = np.array([self._code(c) for c in kept], dtype=np.int64)
+        self._add(np.floor(stamps / self.bucket_s).astype(np.int64), codes)
+        self.last_accepted, self.last_accepted_categories = stamps, kept
+        self.last_too_old, self.last_too_old_categories = _NONE, []
+        self.last_late, self.last_future = _NO_MASK, _NO_MASK
+        self.last_ok, self.last_released, self.last_too_old_mask = _NO_MASK, back, _NO_MASK
+        self.last_arrived_ahead = _NO_MASK
+        self.accepted += len(back)
+        self.ahead -= len(back)
+        return WindowUpdate(len(back), 0, 0, -len(back))
+
     def _update_small(
         self, categories: Sequence[str], ts: NDArray[np.float64], watermarks: Watermarks
     ) -> WindowUpdate:
@@ -1173,6 +1216,27 @@ class ComparisonWindows:
         if not self._behind:
             return False
         self._test(on_tick, 0, freeze=False)
+        return True
+
+    def finish(self, on_tick: OnTick, on_added: Callable[[int, int], None] | None = None) -> bool:
+        """The input ended (a replay's end): release the held events no later event refuted
+        (:meth:`CategoryWindow.release_held`) and, when that moved the watermark to a new test
+        time, freeze a baseline that is due and test (``on_tick(0)``) as :meth:`ingest` would
+        have; ``on_added(0, 0)`` after the release (see :meth:`ingest`). Returns whether it
+        tested."""
+        w = self.window
+        if not w.release_held().accepted:
+            return False
+        self._parts = []
+        self._take_baseline()
+        if on_added is not None:
+            on_added(0, 0)
+        tick = math.floor(float(w.watermark or 0.0) / self.config.test_every_s)
+        if self._last_tick is not None and tick <= self._last_tick:
+            return False
+        self._last_tick = float(tick)
+        self._start = w.watermark if self._start is None else self._start
+        self._test(on_tick, 0)
         return True
 
     def _count_behind(self, streams: Sequence[str] | None) -> None:

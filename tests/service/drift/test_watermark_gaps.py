@@ -140,6 +140,32 @@ def test_four_passed_held_events_confirm_no_jump_with_the_defaults() -> None:
         assert w.held == [(4700.0, "j")]
 
 
+def test_the_end_of_the_input_releases_what_nothing_refuted() -> None:
+    # 100 events 60 s apart (0..5940), a 1 h pause, 3 more (9540, 9600, 9660): each over
+    # 4 x 60 = 240 s ahead, held; 3 < 5 to confirm when the log ends
+    stamps = [60.0 * i for i in range(100)]
+    stamps += [stamps[-1] + HOUR + 60.0 * i for i in range(3)]
+    w = _window(ahead_confirm=5)
+    w.update_many(["a"] * 100 + ["b"] * 3, stamps)
+    assert _state(w) == (100, 0, 0, 3, 5940.0)
+    assert w.release_held() == (3, 0, 0, -3)
+    assert _state(w) == (103, 0, 0, 0, 9660.0) and w.held == []
+    assert w.current() == {"b": 3}  # buckets 151..160 (9060..9659 + 9660): the 3 b's only
+    assert w.last_released == [(9540.0, "b"), (9600.0, "b"), (9660.0, "b")]
+    assert w.release_held() == (0, 0, 0, 0)  # nothing left
+
+
+def test_the_end_of_the_input_keeps_a_lone_outlier_and_one_beyond_max_ahead() -> None:
+    w = _window()
+    w.update_many(CATS, STAMPS)  # z: 60 in time came after it (>= 3): refuted
+    assert w.release_held() == (0, 0, 0, 0)
+    assert _state(w) == (100, 0, 0, 1, 5940.0) and w.held == [(OUTLIER, "z")]
+    far = _window()
+    far.update_many(["a"] * 41, [*BEFORE, BEFORE[-1] + 7 * HOUR])  # over 6 h: the old rule's
+    assert far.release_held() == (0, 0, 0, 0)
+    assert _state(far) == (40, 0, 0, 1, BEFORE[-1])
+
+
 def test_a_snapshot_without_the_history_waits_for_32_events() -> None:
     w = _window()
     w.update_many(CATS[:40], STAMPS[:40])
