@@ -34,6 +34,7 @@ from math import sqrt
 from typing import NamedTuple
 
 __all__ = [
+    "OUT_OF_SCOPE_COUNTED",
     "UNDETERMINED",
     "Z95",
     "UnderCovered",
@@ -50,6 +51,19 @@ __all__ = [
 Z95 = 1.959963984540054
 #: The label of an event whose language or topic is unknown: never a coverage gap.
 UNDETERMINED = "und"
+
+#: Said where the language and topic coverage gaps are shown (session 41). A question judged
+#: out of scope (a stable, calibrated verdict) counts in them, and in no document share: its
+#: language and topic are its own, and gold rows there — unanswerable ones like it among them
+#: — measure the scope detector and the refusals in that language or topic, which is what a
+#: gold set is for on such traffic; its "document" is production's first passage, which does
+#: not cover it, so gold rows on that document would not cover it either (s40-uncov).
+OUT_OF_SCOPE_COUNTED = (
+    "questions judged out of scope count in the language and topic gaps (their language and "
+    "topic are their own: gold rows there, unanswerable ones among them, measure the scope "
+    "detector and the refusals on them) but in no document share (their document, "
+    "production's first passage, does not cover them)"
+)
 
 
 def wilson_bounds(successes: float, n: float, z: float = Z95) -> tuple[float, float]:

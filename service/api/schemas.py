@@ -350,12 +350,16 @@ class ShadowReport(TypedDict):
     """``GET /v1/shadow``: the RBO persistence ``rbo_p``, shadow results dropped, per
     candidate its offers, skips, calls, errors, latency, agreement means and counts (overall,
     by language, by topic) and runner state — the disagreement rows are at
-    ``/v1/shadow/disagreements`` — and the latest gold-set run (``gold``)."""
+    ``/v1/shadow/disagreements`` — and the latest gold-set run (``gold``). ``topics_are``:
+    what the ``by_topic`` labels are while the novelty detector is untrusted (each question's
+    NEAREST gold topic, and why), as ``/v1/drift``'s ``topic.categories_are``; ``None`` when
+    they are the topic model's topics and ``novel``."""
 
     rbo_p: float
     results_dropped: int
     candidates: dict[str, CandidateSummary]
     gold: GoldRunStatus
+    topics_are: str | None
 
 
 class Disagreements(TypedDict):

@@ -29,13 +29,15 @@ def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
     reason, latency, agreement with production (RBO_ext of production's ranking as logged and
     the candidate's k passages; overlap@k, Jaccard@k, Kendall's tau, top-1, citation recall
     at k = min(candidate k, production depth): means and counts), the same by language and
-    topic, circuit breaker and queue; plus the latest gold-set run."""
+    topic, circuit breaker and queue; plus the latest gold-set run, and ``topics_are`` when
+    the topics are nearest gold topics (the novelty detector untrusted)."""
     report = _report(runtime)
     candidates = {
         name: {k: v for k, v in body.items() if k != "disagreements"}
         for name, body in report["candidates"].items()
     }
-    return {**report, "candidates": candidates, "gold": runtime.gold_run_status()}
+    return {**report, "candidates": candidates, "gold": runtime.gold_run_status(),
+            "topics_are": runtime.topics_nearest()}  # fmt: skip
 
 
 @router.get(

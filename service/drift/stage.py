@@ -1276,6 +1276,25 @@ def _utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
+    """A rate alarm's move, the newest part of its window first when the window holds two
+    rates (:func:`service.drift.detectors.newest_part`; trial 41: "0.0% -> 9.7%" over a 24 h
+    window holding 5 h of a ~50 % miss rate), else the window's:
+
+    >>> rate_moves({"rate_compared": 0.0, "rate_current": 0.097, "recent_s": 18000.0,
+    ...             "window_s": 86400.0, "n_recent": 40, "rate_recent": 0.475})
+    '0.0% -> 47.5% in the newest 5 h (40 events), 9.7% over the whole 24 h window'
+    >>> rate_moves({"rate_compared": 0.283, "rate_current": 0.489}, "→")
+    '28.3% → 48.9%'
+    """
+    moved = f"{alarm['rate_compared']:.1%} {arrow} "
+    if not alarm.get("recent_s"):
+        return moved + f"{alarm['rate_current']:.1%}"
+    return (f"{moved}{alarm['rate_recent']:.1%} in the newest {_duration(alarm['recent_s'])} "
+            f"({alarm['n_recent']} events), {alarm['rate_current']:.1%} over the whole "
+            f"{_duration(alarm['window_s'])} window")  # fmt: skip
+
+
 def _duration(seconds: float) -> str:
     """``3600`` → ``"1 h"``, ``600`` → ``"10 min"``, ``90`` → ``"90 s"``."""
     for size, unit in ((3600, "h"), (60, "min")):
@@ -1527,8 +1546,10 @@ def _overall(suppressed: bool, states: list[str]) -> str:
 def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
     """The categories that rose / fell (categorical) or the two rates (binary)."""
     if "rate_current" in test:
+        recent = {key: test[key] for key in ("recent_s", "window_s", "n_recent", "rate_recent")
+                  if key in test}  # fmt: skip
         return {"rate_current": test["rate_current"], "rate_compared": test["rate_reference"],
-                "p_value": test["p_value"]}  # fmt: skip
+                "p_value": test["p_value"], **recent}  # fmt: skip
     if "terms_tested" in test:  # rising terms: each with its shares and counts
         keys = ("term", "surface", "current_share", "reference_share", "current_count",
                 "reference_count")  # fmt: skip

@@ -63,9 +63,13 @@ later-read stream keeps what it counted (more in the baseline: a rise only harde
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+
+# (collections.Counter's C counting loop: ``mapping[x] = mapping.get(x, 0) + 1`` for each x)
+from collections import _count_elements  # type: ignore[attr-defined]
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple, Self
@@ -330,16 +334,21 @@ class _Tally:
                   if parts[i + 2] != "0"}  # fmt: skip
         return cls(size, counts, errors, int(parts[0]))
 
-    def add(self, terms: Iterable[str]) -> None:
+    def add(self, terms: Collection[str]) -> None:
         """Count one question's (distinct) terms."""
         self.add_many((terms,))
 
-    def add_many(self, questions: Iterable[Iterable[str]]) -> None:
+    def add_many(self, questions: Iterable[Collection[str]]) -> None:
         """Count some questions' (distinct) terms, one question after the other (the same as
         :meth:`add` for each in turn: a truncation follows the question that overflows)."""
         self._text = None
         holders, errors, limit = self.holders, self.errors, 2 * self.size
         held = holders.get if holders is not None else None
+        if not isinstance(questions, list):
+            questions = list(questions)
+        if len(self.counts) + sum(map(len, questions)) <= limit:
+            self._add_all(questions)  # no question can overflow: counted all at once
+            return
         for terms in questions:
             self.version += 1
             counts, floor = self.counts, self.floor
@@ -372,6 +381,27 @@ class _Tally:
                 self.errors = errors = {t: e for t, e in errors.items() if t in self.counts}
                 if holders is not None:
                     _release(holders, (term for term, _ in ranked[self.size :]))
+
+    def _add_all(self, questions: list[Collection[str]]) -> None:
+        """:meth:`add_many` of questions none of which can make the tally overflow (their
+        terms fit under ``2 · size`` whatever they are): every term counted at once, at C
+        speed (``collections.Counter``'s own counting loop), then each term new to the tally
+        given the floor as its error and counted in :attr:`holders` — the same counts,
+        errors and holders, in the same insertion order, as one question after the other
+        (a new term is added to each dict at its first occurrence either way)."""
+        counts, floor, holders = self.counts, self.floor, self.holders
+        before = len(counts)
+        _count_elements(counts, itertools.chain.from_iterable(questions))
+        self.version += len(questions)
+        if len(counts) > before and (floor or holders is not None):
+            errors = self.errors
+            held = holders.get if holders is not None else None
+            for term in itertools.islice(counts, before, None):
+                if floor:
+                    counts[term] += floor
+                    errors[term] = floor
+                if held is not None:
+                    holders[term] = held(term, 0) + 1  # type: ignore[index]
 
 
 def _release(holders: dict[str, int], terms: Iterable[str]) -> None:
@@ -613,22 +643,75 @@ class TermsDriftDetector(_WindowedDetector):
     def _added(self, start: int, end: int) -> None:
         """Count the terms of the questions the window just took (events ``start:end`` of the
         update, :attr:`~service.drift.windows.CategoryWindow.last_ok`, and those released),
-        remember those it holds, and add those of the frozen baseline's span."""
+        remember those it holds, and add those of the frozen baseline's span.
+
+        The usual update (the window took every event, none held or released) goes without
+        the matching of held events; the tallies are added to a group of questions at a time
+        (:meth:`_Tally.add_many`: the same counts as one question after the other)."""
         w = self._windows.window
         bucket_s = self.windows.bucket_s
-        part = list(range(start, end))
         languages = self._languages[start:end]
-        ok = w.last_ok.tolist() if len(w.last_ok) else [False] * len(part)
-        late, future = w.last_late.tolist(), w.last_future.tolist()
+        batch = self._batch[start:end]
         stamps = self._stamps[start:end].tolist()
+        ok_mask = w.last_ok
+        added: list[tuple[float, str, tuple[str, ...]]]
+        if (len(ok_mask) and not w.last_released and not w.held and not self._held
+                and ok_mask.all()):  # fmt: skip
+            added = list(zip(stamps, languages, batch, strict=True))
+            self._held = []
+        else:
+            added = self._taken(languages, batch, stamps)
+        old = w.last_too_old_mask
+        too_old = ([(stamps[k], languages[k], batch[k]) for k in np.flatnonzero(old).tolist()]
+                   if len(old) else [])  # fmt: skip
+        floor = math.floor
+        groups: dict[tuple[int, str], list[tuple[str, ...]]] = {}  # (in order of first use)
+        buckets: list[int] = []
+        for t, language, terms in added:
+            bucket = floor(t / bucket_s)
+            buckets.append(bucket)
+            group = groups.get((bucket, language))
+            if group is None:
+                groups[bucket, language] = [terms]
+            else:
+                group.append(terms)
+        for (bucket, language), many in groups.items():
+            self._tally(self._recent, bucket, language).add_many(many)
+        span = self._windows.warmup_buckets()
+        if span is not None:
+            first, last = span
+            spanned: dict[str, list[tuple[str, ...]]] = {}  # language -> its questions' terms
+            for bucket, (_, language, terms) in zip(buckets, added, strict=True):
+                if first <= bucket <= last:
+                    spanned.setdefault(language, []).append(terms)
+            for t, language, terms in too_old:
+                if first <= floor(t / bucket_s) <= last:
+                    spanned.setdefault(language, []).append(terms)
+            for language, many in spanned.items():
+                tally = self._base.get(language)
+                if tally is None:
+                    tally = self._base[language] = _Tally(self.max_terms)
+                tally.add_many(many)
+        self._prune(span)
+
+    def _taken(
+        self, languages: list[str], batch: list[tuple[str, ...]], stamps: list[float]
+    ) -> list[tuple[float, str, tuple[str, ...]]]:
+        """:meth:`_added`'s questions the window took, ``(timestamp, language, terms)`` in
+        order: those of the update it accepted, then those it released (matched to the
+        held ones by timestamp and language); what it still holds is kept in
+        :attr:`_held`, in its order."""
+        w = self._windows.window
+        ok = w.last_ok.tolist() if len(w.last_ok) else [False] * len(batch)
+        late, future = w.last_late.tolist(), w.last_future.tolist()
         # released earlier-held events: matched to theirs by (timestamp, language)
         pool = list(self._held)
         added: list[tuple[float, str, tuple[str, ...]]] = []
-        for k, i in enumerate(part):
+        for k, terms in enumerate(batch):
             if ok[k]:
-                added.append((stamps[k], languages[k], self._batch[i]))
+                added.append((stamps[k], languages[k], terms))
             elif not (late[k] or future[k]):  # held ahead
-                pool.append((stamps[k], languages[k], self._batch[i]))
+                pool.append((stamps[k], languages[k], terms))
         for t, language in w.last_released:  # (not found: held before a restore without
             found = _find(pool, t, language)  # terms; released without them)
             added.append(pool.pop(found) if found is not None else (t, language, ()))
@@ -638,24 +721,7 @@ class TermsDriftDetector(_WindowedDetector):
             if found is not None:
                 held.append(pool.pop(found))
         self._held = held
-        old = w.last_too_old_mask.tolist() if len(w.last_too_old_mask) else []
-        too_old = [(stamps[k], languages[k], self._batch[i])
-                   for k, i in enumerate(part) if old and old[k]]  # fmt: skip
-        groups: dict[tuple[int, str], list[tuple[str, ...]]] = {}  # (in order of first use)
-        for t, language, terms in added:
-            groups.setdefault((math.floor(t / bucket_s), language), []).append(terms)
-        for (bucket, language), many in groups.items():
-            self._tally(self._recent, bucket, language).add_many(many)
-        span = self._windows.warmup_buckets()
-        if span is not None:
-            first, last = span
-            for t, language, terms in (*added, *too_old):
-                if first <= math.floor(t / bucket_s) <= last:
-                    tally = self._base.get(language)
-                    if tally is None:
-                        tally = self._base[language] = _Tally(self.max_terms)
-                    tally.add(terms)
-        self._prune(span)
+        return added
 
     def _tally(self, store: _Store, bucket: int, language: str) -> _Tally:
         by_language = store.setdefault(bucket, {})

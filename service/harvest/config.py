@@ -104,7 +104,11 @@ class HarvestConfig(BaseModel):
             (0.05, the former default, flagged nothing on that log); a label with a handful of
             events is not (10 of 1,000: bound 0.5 %). The drift view's coverage gaps (status page
             "Under-covered by the gold set") are the same rule over all traffic, against a fixed 2
-            points.
+            points. Questions judged out of scope count in the topic and language gaps (a
+            question's language and topic are its own, and gold rows there, unanswerable ones
+            like it among them, measure the scope detector and the refusals on that traffic)
+            but in no document share (its document, production's first passage, does not
+            cover it: ``min_uncovered_rise``); the reports say so beside the gaps.
         min_gap_ratio: live share ÷ gold share from which a topic or language can be a
             coverage gap (≥ 1; 2, the drift view's): a majority label a few points above its
             gold share (86 % live, 76 % gold) is not under-covered; a label the gold set

@@ -13,6 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.drift.stage import rate_moves
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
 from service.refusals.scope import windows_count
@@ -307,7 +308,7 @@ def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if "rising_terms" in alarm:
         return term_moves(alarm["rising_terms"])
     if "rate_current" in alarm:
-        return f"{pct(alarm['rate_compared'])} → {pct(alarm['rate_current'])}"
+        return rate_moves(alarm, "→")
     rising, falling = alarm.get("rising") or [], alarm.get("falling") or []
     quiet = [f"{c} ({silenced[c]})" for c in rising if c in silenced]
     rising = [c for c in rising if c not in silenced]

@@ -27,7 +27,7 @@ from service.evaluation.report import (
     text_measures,
 )
 from service.html import plots
-from service.html.page import document, esc, figure, num, para, pct, section, table
+from service.html.page import document, esc, figure, ident, num, para, pct, section, table
 from service.pii.scrub import scrub
 from service.records import BREAKDOWN_FIELDS
 
@@ -255,11 +255,16 @@ def _best(best: tuple[str, float] | None) -> str:
 
 
 def _miss_row(miss: Miss) -> list[object]:
-    gold = ", ".join(
-        f"{g} ({'not retrieved' if rank is None else rank})" for g, rank in miss.gold_ranks.items()
+    """A miss's cells; each passage id is kept whole with its rank (:func:`ids`: a narrow
+    column breaks between passages, never at an id's hyphen)."""
+    gold = Markup(", ").join(
+        Markup(f"{ident(g)} ({'not retrieved' if rank is None else rank})")
+        for g, rank in miss.gold_ranks.items()
     )
-    instead = "; ".join(f"{rank}. {doc} ({score:.3g})" for rank, doc, score in miss.instead)
-    return [miss.question_id, miss.question, miss.kind, gold, instead or "–"]
+    instead = Markup("; ").join(
+        Markup(f"{rank}. {ident(doc)} ({score:.3g})") for rank, doc, score in miss.instead
+    )
+    return [miss.question_id, miss.question, miss.kind, gold or "–", instead or "–"]
 
 
 def _comparison(comparisons: Sequence[PairedComparison]) -> Markup:

@@ -16,11 +16,12 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
 from service.harvest.shed_note import shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
-from service.html.page import esc, figure, minute, num, para, section, table
+from service.html.page import esc, figure, ids, minute, num, para, section, table
 from service.shadow.stage import (
     FEW_RESULTS,
     NOT_DETECTED,
@@ -103,6 +104,7 @@ def shadow_section(
     min_n: int = FEW_RESULTS,
     topic_labels: Mapping[str, str] | None = None,
     over: Mapping[str, Any] | None = None,
+    nearest: str | None = None,
 ) -> Markup:
     """Agreement of each shadow candidate with production: means, per language and topic,
     over time when ``over`` (a replay series' ``over_time``) has it
@@ -111,7 +113,10 @@ def shadow_section(
     the number of results it is over, marked "few" under ``min_n`` (:func:`with_n`; the
     replay page passes ``analytics.quality_min_class``); a per-label mean over fewer than
     ``min_n`` results is drawn as no bar. Topics are named by ``topic_labels`` (``{id:
-    "topic-1: warsaw"}``, the analytics report's) where known, as on the rest of the page."""
+    "topic-1: warsaw"}``, the analytics report's) where known, as on the rest of the page.
+    ``nearest``: the topic drift's ``categories_are`` when the topics are each question's
+    nearest gold topic (the novelty detector untrusted): the per-topic table and the
+    disagreements' topic column say so, as the topic section does."""
     candidates: Mapping[str, Mapping[str, Any]] = shadow.get("candidates") or {}
     if not candidates:
         return section("shadow", "Shadow agreement", para("No shadow candidate.", "muted"))
@@ -191,10 +196,11 @@ def shadow_section(
     topic_names = {**names_of, **NO_TOPIC_NAMES}
     parts.append(_by_label(candidates, "by_language", "language", min_n,
                            {NOT_DETECTED: "no language (not detected)"}))  # fmt: skip
-    parts.append(_by_label(candidates, "by_topic", "topic", min_n, topic_names))
+    parts.append(_by_label(candidates, "by_topic", "topic", min_n, topic_names, nearest))
     parts += gold_run_tables(shadow)
     for name, c in candidates.items():
-        parts.append(_disagreements(name, c.get("disagreements") or [], names_of))
+        parts.append(_disagreements(name, c.get("disagreements") or [], names_of,
+                                    nearest=nearest is not None))  # fmt: skip
     return section("shadow", "Shadow agreement", *parts)
 
 
@@ -266,28 +272,34 @@ LABEL_AGREEMENT = ("rbo", "kendall_tau", "overlap", "top1")
 
 
 def _by_label(candidates: Mapping[str, Mapping[str, Any]], key: str, label: str,
-              min_n: int, names: Mapping[str, str] | None = None) -> Markup:  # fmt: skip
+              min_n: int, names: Mapping[str, str] | None = None,
+              nearest: str | None = None) -> Markup:  # fmt: skip
     """The chart and table of each candidate's agreement per ``label`` value (language or
     topic, shown by ``names`` where given); a mean RBO over fewer than ``min_n`` results is
-    drawn as no bar (trial 9: a language with n = 1 had one)."""
+    drawn as no bar (trial 9: a language with n = 1 had one). ``nearest``: why the labels
+    are each question's NEAREST gold topic (the topic drift's ``categories_are``), said
+    above the chart and in its title and column."""
     tables = {name: c.get(key) or {} for name, c in candidates.items()}
     values = sorted({v for t in tables.values() for v in t})
     if not values:
         return Markup("")
     shown = [(names or {}).get(v, v) for v in values]
+    by = f"{label} (NEAREST gold topic)" if nearest else label
     svg = plots.grouped_bars(
         shown,
         {n: [_bar_rbo(t.get(v) or {}, min_n) for v in values] for n, t in tables.items()},
-        title=f"RBO with production by {label}",
+        title=f"RBO with production by {by}",
         xlabel="RBO",
     )
     rows = [
         [s, *(x for t in tables.values() for x in _label_cells(t.get(v) or {}, min_n))]
         for v, s in zip(values, shown, strict=True)
     ]
-    header = [label, *(f"{n} {c}" for n in tables for c in ("n", *LABEL_AGREEMENT))]
+    header = [by, *(f"{n} {c}" for n in tables for c in ("n", *LABEL_AGREEMENT))]
     chart = figure(svg, f"Mean RBO per {label}; a mean over fewer than {min_n} is drawn as no bar.")
-    return Markup(f"<h3>By {label}</h3>{chart}{table(header, rows)}")
+    warn = (para(f"These topics are by NEAREST gold topic, not facts: {nearest}.",
+                 "warn") if nearest else "")  # fmt: skip
+    return Markup(f"<h3>By {by}</h3>{warn}{chart}{table(header, rows)}")
 
 
 def _bar_rbo(cell: Mapping[str, Any], min_n: int) -> float:
@@ -307,7 +319,10 @@ def _label_cells(cell: Mapping[str, Any], min_n: int) -> list[object]:
 
 
 def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
-                   names: Mapping[str, str] | None = None) -> Markup:  # fmt: skip
+                   names: Mapping[str, str] | None = None, *, nearest: bool = False,
+                   ) -> Markup:  # fmt: skip
+    """The questions where ``name`` disagreed most with production (lowest RBO), one row a
+    question; ``nearest``: the topics are nearest gold topics (the column says so)."""
     if not rows:
         return Markup("")
     # one row per question (its lowest RBO), with how many of the kept events asked it
@@ -330,7 +345,7 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
         "question",
         "events",
         "language",
-        "topic",
+        "topic (nearest gold topic)" if nearest else "topic",
         "rbo",
         "overlap",
         "production top",
@@ -343,10 +358,10 @@ def _disagreements(name: str, rows: Sequence[Mapping[str, Any]],
     )
 
 
-def _ids(ranking: Any, show: int = 5) -> str:
-    if not ranking:
-        return "–"
-    return ", ".join(str(d[0] if isinstance(d, list | tuple) else d) for d in list(ranking)[:show])
+def _ids(ranking: Any, show: int = 5) -> Markup:
+    """The first ``show`` passage ids of a ranking (ids, or ``[id, score]`` pairs), each
+    kept whole (:func:`~service.html.page.ids`)."""
+    return ids(d[0] if isinstance(d, list | tuple) else d for d in list(ranking or ())[:show])
 
 
 def suggestion_rows(candidates: Any) -> list[Mapping[str, Any]]:
@@ -492,8 +507,8 @@ def _gap_tables(groups: Any, n_gaps: Any = None) -> list[Markup]:
              "topic asked far more than the gold set holds; the drift section judges gaps over "
              "all the traffic): the suggestions of each gap's language or topic and its "
              "first ones in the labellers' queue"
-             + (f"; the {len(groups)} largest of {n_gaps} gaps." if more > 0 else "."),
-             "meta"),
+             + (f"; the {len(groups)} largest of {n_gaps} gaps" if more > 0 else "")
+             + f" ({OUT_OF_SCOPE_COUNTED}).", "meta"),
         table(["coverage gap", "gap", "suggestions", "first in the queue"], body,
               text_columns=(3,)),
     ]  # fmt: skip

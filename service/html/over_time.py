@@ -6,9 +6,9 @@ of a width chosen so that most results fall in points of at least ``min_n``; a p
 ``min_n`` is not drawn. Each chart shades the 95 % bands (Wilson for the hit rate, the normal
 interval of the mean for recall and RBO) and, with few points, writes each point's ``n``
 under it; the table of points (collapsed) gives every ``n`` and its distinct questions (the
-unit of the worst point's test). Under the chart, the worst point against the run, in the text
-report's words (:func:`service.quality.over_time.known_line`),
-emphasised when it is lower beyond noise.
+unit of the tests). Under the chart, the sustained run of points against the points before it
+and the worst point against the run, in the text report's words
+(:func:`service.quality.over_time.known_line`), emphasised when either is lower beyond noise.
 """
 
 from __future__ import annotations
@@ -43,10 +43,13 @@ def _caption(track: Mapping[str, Any], min_n: int, what: str, bands: str) -> str
     )
 
 
-def _verdict(line: str | None, worst: Mapping[str, Any] | None) -> list[Markup]:
+def _verdict(line: str | None, track: Mapping[str, Any]) -> list[Markup]:
+    """The verdict's paragraph: a warning when the worst point or a sustained run of points
+    is beyond noise."""
     if not line:
         return []
-    return [para(line.strip() + ".", "warn" if worst and worst.get("beyond_noise") else "muted")]
+    found = any((track.get(key) or {}).get("beyond_noise") for key in ("worst", "sustained"))
+    return [para(line.strip() + ".", "warn" if found else "muted")]
 
 
 def quality_over_time(over: Mapping[str, Any] | None, k: object) -> list[Markup]:
@@ -88,7 +91,7 @@ def quality_over_time(over: Mapping[str, Any] | None, k: object) -> list[Markup]
                 ),
             )
         )
-    parts += _verdict(known_line(over, k), track.get("worst"))
+    parts += _verdict(known_line(over, k), track)
     rows: list[list[object]] = [
         [when(p["start"]), p["n"], p.get("questions"), p["recall"],
          f"{p['recall_low']:.3f} … {p['recall_high']:.3f}", p["hit_rate"],
@@ -129,7 +132,7 @@ def agreement_over_time(over: Mapping[str, Any] | None) -> list[Markup]:
             )
             parts.append(figure(svg, _caption(track, min_n, "results",
                                               "RBO: normal, of the mean")))  # fmt: skip
-        parts += _verdict(agreement_line(over, name), track.get("worst"))
+        parts += _verdict(agreement_line(over, name), track)
         if points:
             parts.append(_points_table(
                 name, ["point (start)", "results", "distinct questions", "RBO", "95 % band",

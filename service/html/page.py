@@ -21,7 +21,9 @@ from markupsafe import Markup
 #: cells (``td.text``) may break inside a long token (a setting's dotted name, a URL) rather
 #: than widen their column; under 1,200 px the body's margins narrow, free text may shrink to
 #: 10em and the never-wrapped cells (ids, times) wrap too, at 9 characters or more a line,
-#: where the alternative is a table scrolled sideways.
+#: where the alternative is a table scrolled sideways. An id in a list (passages, events:
+#: :func:`ids`) is a ``span.id`` never broken, at its hyphen either (session 41: at 1,024 px
+#: ``p-0054, p-0052`` read ``p-0054, p-`` / ``0052``); the list breaks between ids.
 CSS = """
 :root { --fg: #1d2430; --muted: #5b6577; --line: #d9dee7; --bg: #ffffff; --band: #f4f6fa;
         --bad: #b42318; --ok: #1a7f37; --warn: #9a6700; }
@@ -42,7 +44,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 3px 7px; text-align: rig
 th { background: var(--band); font-weight: 600; }
 th:first-child, td:first-child, td.text { text-align: left; }
 td.text { max-width: 520px; min-width: 14em; overflow-wrap: anywhere; }
-td.nowrap, span.nowrap { white-space: nowrap; }
+td.nowrap, span.nowrap, span.id { white-space: nowrap; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; }
 figcaption { color: var(--muted); font-size: 12px; }
@@ -136,6 +138,28 @@ def table(
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def ids(values: Iterable[object], sep: str = ", ") -> Markup:
+    """Ids (passages, events) for a table cell, each kept whole (``span.id``: a narrow
+    column breaks the list between ids, never inside one at its hyphen); ``–`` for none.
+
+    >>> print(ids(["p-0054", "p-0052"]))
+    <span class="id">p-0054</span>, <span class="id">p-0052</span>
+    >>> print(ids([]))
+    –
+    """
+    spans = [ident(value) for value in values]
+    return Markup(esc(sep).join(spans) if spans else "–")
+
+
+def ident(value: object) -> Markup:
+    """One id kept whole in a table cell (``span.id``: :func:`ids`).
+
+    >>> print(ident("p-0054"))
+    <span class="id">p-0054</span>
+    """
+    return Markup(f'<span class="id">{esc(value)}</span>')
 
 
 def _is_num(cell: object) -> bool:

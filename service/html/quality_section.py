@@ -20,7 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.html.over_time import quality_over_time
-from service.html.page import dated_minute, minute, para, pct, section, table
+from service.html.page import dated_minute, ids, minute, para, pct, section, table
 from service.quality.by_group import GROUP_FIELDS, LIVE_VS_GOLD, window_text
 from service.quality.stage import rejected_note
 
@@ -240,8 +240,8 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
                             minute(r.get("timestamp")),
                             r.get("retriever"),
                             r.get("role"),
-                            ", ".join(r.get("leaked") or ()),
-                            ", ".join(r.get("passage_ids") or ()),
+                            ids(r.get("leaked") or ()),  # each id whole (page.ids)
+                            ids(r.get("passage_ids") or ()),
                             r.get("question"),
                         ]
                         for r in review[:REVIEW_ROWS]

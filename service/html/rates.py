@@ -18,8 +18,9 @@ from service.evaluation.detector_quality import (
     under_refusals_explained_text,
 )
 from service.html import plots
-from service.html.page import badge, figure, num, para, pct, section, table
+from service.html.page import badge, esc, figure, num, para, pct, section, table
 from service.language.gold import gold_keys_by_label
+from service.refusals.recall import recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_before_by_language,
@@ -32,6 +33,10 @@ RATES = (
     ("refusal", "refusals", "rate", "refused answers"),
     ("out_of_scope", "out_of_scope", "share", "out-of-scope questions"),
 )
+
+
+#: Why a rate has no value (its chart draws no bar, its row says it): nothing counted yet.
+NO_RATE_YET = {"refusal": "no answers yet", "out_of_scope": "no question scored yet"}
 
 
 def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | None) -> Markup:
@@ -48,9 +53,8 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     notes: dict[str, str] = {}  # chart label → why it has no bar
     stable_note = ""  # (said when the out-of-scope windows count the stable verdicts only)
     off = analytics["out_of_scope"].get("off")
-    for dim, key, field, label in RATES:
-        if dim == "out_of_scope" and off:
-            continue  # no detector: no rate to show (said below, with why)
+    shown_rates = [rates for rates in RATES if not (rates[0] == "out_of_scope" and off)]
+    for dim, key, field, label in shown_rates:  # (no detector: no rate, said below, with why)
         test = drift[dim]["comparisons"].get("baseline") or {}
         rate = analytics[key][field]
         mark = " (uncalibrated)" if analytics[key].get("uncalibrated") else ""
@@ -68,6 +72,9 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
             if rate is None:  # no share under the range now in use: said, not a 0 bar
                 notes[bar + mark] = reason = no_stable_share(unstable)
                 shown = f"– ({reason})"
+        if rate is None and bar + mark not in notes:  # nothing counted yet: said, no 0 bar
+            notes[bar + mark] = NO_RATE_YET[dim]
+            shown = f"– ({NO_RATE_YET[dim]})"
         label += mark
         labels.append(bar + mark)
         overall.append(rate if bar + mark in notes else rate or 0.0)
@@ -113,7 +120,12 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     if len(bars) == 1:  # no window tested yet: say why instead of drawing empty bars
         why = (drift["refusal"]["comparisons"].get("baseline") or {}).get("insufficient")
         caption += f" No window has been tested yet{f': {why}' if why else ''}."
-    parts.append(figure(svg, caption))
+    if all(at in notes and NO_RATE_YET.get(dim) == notes[at]
+           for at, (dim, *_) in zip(labels, shown_rates, strict=True)):  # fmt: skip
+        # session 41: an empty log drew an axis with an invisible 0 bar and a legend
+        parts.append(para(f"No chart yet: {'; '.join(notes[at] for at in labels)}.", "muted"))
+    else:
+        parts.append(figure(svg, caption))
     parts.append(
         table(
             [
@@ -130,9 +142,10 @@ def refusals_section(analytics: Mapping[str, Any], series: Mapping[str, Any] | N
     )
     recall = analytics["refusals"].get("text_recall") or {}
     lower = " (a lower bound)" if recall.get("lower_bound") else ""
+    if recall.get("lower_bound"):  # the text reader measured to miss refusals: 4 short lines
+        said = [esc(line[0].upper() + line[1:] + ".") for line in recall_lines(recall)]
+        parts.append(Markup(f'<p class="warn">{Markup("<br>").join(said)}</p>'))
     parts.append(para(f"Refused answers{lower}: {analytics['refusals']['method']}."))
-    if recall.get("lower_bound"):  # the text reader measured to miss refusals
-        parts.append(para(recall["text"][0].upper() + recall["text"][1:] + ".", "warn"))
     parts += _by_language(analytics)
     parts.append(_both_directions(analytics))
     return section("refusals", "Refusals", *parts)

@@ -31,6 +31,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.html import plots, time_range
 from service.html.drift_section import drift_section
 from service.html.extras import candidates_section, find_extra, shadow_section
@@ -146,6 +147,7 @@ def analytics_sections(
                 note=note,
                 left_out=left_out,
                 unlabelled=analytics.get("language_labels"),
+                scope_on=not (analytics.get("out_of_scope") or {}).get("off"),
             ),
             _shares(
                 "topics",
@@ -163,6 +165,7 @@ def analytics_sections(
                     analytics.get("topic_no_gold_rows_covered_now"),
                 ),
                 uncalibrated=(analytics.get("topic_quality") or {}).get("uncalibrated"),
+                scope_on=not (analytics.get("out_of_scope") or {}).get("off"),
             ),
             drift_section(
                 drift,
@@ -180,7 +183,11 @@ def analytics_sections(
         parts.append(quality_section(quality, over))
     if shadow is not None:
         min_n = (analytics or {}).get("quality_min_class", FEW_RESULTS)
-        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels"), over))
+        nearest = (((analytics or {}).get("drift") or {}).get("topic") or {}).get(
+            "categories_are"
+        )  # the novelty detector untrusted: nearest gold topics
+        parts.append(shadow_section(shadow, min_n, (analytics or {}).get("topic_labels"), over,
+                                    nearest))  # fmt: skip
     if candidates is not None:
         parts.append(candidates_section(candidates))
     return parts
@@ -301,6 +308,7 @@ def _shares(
     left_out: Mapping[str, Any] | None = None,
     unlabelled: Mapping[str, Any] | None = None,
     uncalibrated: str | None = None,
+    scope_on: bool = True,
 ) -> Markup:
     """One dimension's shares; ``labels`` names categories (a topic's top terms);
     ``novelty`` (topics: :func:`service.jobs.replay.novelty_report`) labels the ``novel``
@@ -313,7 +321,9 @@ def _shares(
     languages /metrics exports as ``other``, with the fix, and a mark on their coverage
     gaps), and ``uncalibrated`` (topics: why the assignment is too poor to act on,
     :func:`service.runtime.reports.topic_quality_report`; a warning that the shares are the
-    model's reading). Without gold counts (no gold set) only the live shares are shown."""
+    model's reading). Without gold counts (no gold set) only the live shares are shown.
+    ``scope_on``: the out-of-scope detector is on, so the coverage gaps' rule says they
+    count the questions it judges out of scope (the document shares do not)."""
     rows = share_rows(dim.get("live_counts", {}), dim.get("gold_counts", {}))
     names = dict(labels or {})
     if not rows:
@@ -401,7 +411,8 @@ def _shares(
     left_out = dim.get("coverage_gaps_left_out") or {}
     if gaps or left_out:
         parts.append(Markup(f"<h3>{esc(UNDER_COVERED_TITLE)}</h3>"))
-        parts.append(para(UNDER_COVERED_RULE, "muted"))
+        scope = f" {OUT_OF_SCOPE_COUNTED[0].upper()}{OUT_OF_SCOPE_COUNTED[1:]}." if scope_on else ""
+        parts.append(para(UNDER_COVERED_RULE + scope, "muted"))
     if gaps:
         parts.append(table(
             [name, "live share", "gold share", "live ÷ gold", "live − gold",

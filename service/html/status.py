@@ -28,6 +28,7 @@ from service.html.page import badge, document, esc, num, para, pct, section, tab
 from service.html.replay_page import analytics_sections, notices
 from service.quality.by_group import lowest_group_text
 from service.quality.by_language import rate_text
+from service.refusals.recall import recall_lines
 from service.refusals.scope import windows_count
 
 #: Same-origin endpoints linked from the page.
@@ -137,21 +138,21 @@ def moved_section(
         refusals = analytics.get("refusals") or {}
         state = ((drift.get("refusal") or {}).get("state")) or "–"
         recall = refusals.get("text_recall") or {}
-        rows.append([_link("refusals", "refusals"),
-                     ("at least " if recall.get("lower_bound") else "")
-                     + f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
-                     "refused"
-                     + (f" ({lower_bound_brief(refusals)})" if recall.get("lower_bound")
-                        else "")
-                     + f"; {refusals.get('method', 'no answers yet')}; "
-                     + f"refusal drift: {state}"
-                     + (f"; by language: {rate_text(refusals['by_language'])}"
-                        if refusals.get("by_language") else "")
-                     + (f"; {refusals['against_flag_text']}"
-                        if refusals.get("against_flag_text") else "")
-                     + (f"; {(refusals.get('known_over_refusal') or {})['text']}"
-                        if (refusals.get("known_over_refusal") or {}).get("text")
-                        else "")])  # fmt: skip
+        if recall.get("lower_bound"):  # four short lines: the sentences are in the section
+            rows.append([_link("refusals", "refusals"),
+                         lower_bound_lines(refusals, state)])  # fmt: skip
+        else:
+            rows.append([_link("refusals", "refusals"),
+                         f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
+                         f"refused; {refusals.get('method', 'no answers yet')}; "
+                         + f"refusal drift: {state}"
+                         + (f"; by language: {rate_text(refusals['by_language'])}"
+                            if refusals.get("by_language") else "")
+                         + (f"; {refusals['against_flag_text']}"
+                            if refusals.get("against_flag_text") else "")
+                         + (f"; {(refusals.get('known_over_refusal') or {})['text']}"
+                            if (refusals.get("known_over_refusal") or {}).get("text")
+                            else "")])  # fmt: skip
     quality = find_extra("quality", analytics, extras)
     production = ((quality or {}).get("known") or {}).get("production") or {}
     if production.get("n_scored"):  # production's retrieval: all time, then the latest window
@@ -206,36 +207,24 @@ def _what_moved(test: Mapping[str, Any], silenced: Mapping[str, str] | None = No
     return category_moves(test, silenced)
 
 
-def lower_bound_brief(refusals: Mapping[str, Any]) -> str:
-    """The refusal count's lower bound in a few words, for the status page's ``What moved``
-    row (the whole sentence, :func:`~service.refusals.recall.text_recall`'s ``text``, is in
-    the refusals section it links to: beside the method sentence it made a 1,000-character
-    row). ``refusals``: the analytics' refusal counts, with ``text_recall`` saying a lower
-    bound and ``against_flag`` the measured recall per language.
+def lower_bound_lines(refusals: Mapping[str, Any], state: str) -> Markup:
+    """The status page's ``What moved`` refusals cell when the count is a lower bound: the
+    four short lines of :func:`~service.refusals.recall.text_recall` (headline, with the
+    refusal drift ``state``; the estimate with its interval; why; the fix), then the
+    over-refusal of known questions in brief, which is counted from the same refusals. The
+    method, the rates by language and the measurement against ``answer.refused`` are in the
+    refusals section the row links to (session 40's row gave them all: ~2,200 characters).
 
-    >>> print(lower_bound_brief({"against_flag": [{"language": "en", "recall": 0.681}],
-    ...     "text_recall": {"below": ["en"], "missed": [{"text": "Not covered.", "seen": 9}],
-    ...                     "estimate": {"rate": 0.469, "rate_low": 0.435, "rate_high": 0.507}}}))
-    ... # doctest: +NORMALIZE_WHITESPACE
-    a lower bound: the text reader read only 68% of the refusals answer.refused flags in en;
-    ESTIMATE, not a count: 46.9% [43.5%, 50.7%]; to count them, set answer.refused on every
-    refusal or add "Not covered." to analytics.refusal_patterns
+    >>> print(lower_bound_lines({"text_recall": {"lines": ["at least 3 of 9 answers refused",
+    ...     "ESTIMATE: 4", "why: …", "fix: …"]}}, "ok"))
+    at least 3 of 9 answers refused; refusal drift: ok<br>ESTIMATE: 4<br>why: …<br>fix: …
     """
-    recall = refusals["text_recall"]
-    rows = {row["language"]: row for row in refusals.get("against_flag") or []}
-    read = [f"{rows[lang]['recall']:.0%} in {lang}" for lang in recall["below"] if lang in rows]
-    text = "a lower bound: the text reader read only " + (
-        read[0].replace(" in ", " of the refusals answer.refused flags in ", 1)
-        + "".join(f", {part}" for part in read[1:])
-        if read else "part of the refusals answer.refused flags"
-    )  # fmt: skip
-    if estimate := recall.get("estimate"):
-        text += (f"; ESTIMATE, not a count: {estimate['rate']:.1%} [{estimate['rate_low']:.1%}"
-                 f", {estimate['rate_high']:.1%}]")  # fmt: skip
-    missed = recall.get("missed") or []
-    wording = f'"{missed[0]["text"]}"' if missed else "the app's refusal wordings"
-    return (f"{text}; to count them, set answer.refused on every refusal or add {wording} to "
-            "analytics.refusal_patterns")  # fmt: skip
+    head, *rest = recall_lines(refusals["text_recall"])
+    said = [f"{head}; refusal drift: {state}", *rest]
+    known = (refusals.get("known_over_refusal") or {}).get("brief")
+    if known:
+        said.append(f"{known} (counted from the same refusals: a lower bound too)")
+    return Markup("<br>").join(esc(line) for line in said)
 
 
 def _link(anchor: str, label: str) -> Markup:

@@ -327,7 +327,9 @@ def _hm(value: str | float) -> str:
 
 def _effect(alarm: dict[str, Any]) -> str:
     if "rate_current" in alarm:
-        return f" ({alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%})"
+        from service.drift.stage import rate_moves  # (numpy, scipy: not before the port binds)
+
+        return f" ({rate_moves(alarm)})"
     jsd = alarm.get("js_divergence")
     return f" (JSD {jsd:.3f})" if jsd is not None else ""
 

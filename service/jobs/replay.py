@@ -81,7 +81,9 @@ from prometheus_client import CollectorRegistry
 from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
+from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
+from service.drift.stage import rate_moves
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     operating_point_summary,
@@ -98,7 +100,7 @@ from service.quality.by_group import LIVE_VS_GOLD, group_text_lines, paired_by_q
 from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
-from service.refusals.recall import INHERITED
+from service.refusals.recall import INHERITED, recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
     live_by_language_text,
@@ -526,11 +528,14 @@ def render_text(doc: ReplayReport) -> str:
     recall: Mapping[str, Any] = refusals.get("text_recall") or {}
     if refusals["rate"] is not None:
         lower = recall.get("lower_bound")  # the text reader misses refusals (measured)
-        lines.append(f"refusals: {'at least ' if lower else ''}{refusals['refused']}/"
-                     f"{refusals['answers']} ({refusals['rate']:.1%}"
-                     f"{', a lower bound' if lower else ''}; {refusals['method']})")  # fmt: skip
-        if lower:
-            lines.append(f"  {recall['text']}")
+        if lower:  # headline, estimate, why, fix: short lines; then how they were counted
+            said = recall_lines(recall)
+            lines.append(f"refusals: {said[0]}")
+            lines += [f"  {line}" for line in said[1:]]
+            lines.append(f"  counted: {refusals['method']}")
+        else:
+            lines.append(f"refusals: {refusals['refused']}/{refusals['answers']} "
+                         f"({refusals['rate']:.1%}; {refusals['method']})")  # fmt: skip
         lines += refusal_language_lines(refusals, analytics.get("quality_min_class", 10))
     else:
         lines.append("refusals: none (no answers in this log)")
@@ -616,7 +621,9 @@ def render_text(doc: ReplayReport) -> str:
     if terms_line := terms_quality_text(drift.get("terms")):
         lines.append(f"  {terms_line}")
     unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
-    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled)
+    scope_on = not (analytics.get("out_of_scope") or {}).get("off")  # judged out of scope
+    lines += coverage_gap_lines(drift, analytics.get("topic_labels") or {}, unlabelled,
+                                scope_on=scope_on)  # fmt: skip
     untested: dict[tuple[str, str], list[str]] = {}  # (comparison, why) -> dimensions
     tested = [dim for dim, state in shown.items() if state != "off"]
     for dim in tested:
@@ -681,7 +688,7 @@ def render_text(doc: ReplayReport) -> str:
             why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
             lines.append(f"  ended  {where}: {why}")
         elif "rate_current" in alarm:
-            rates = f"{alarm['rate_compared']:.1%} -> {alarm['rate_current']:.1%}"
+            rates = rate_moves(alarm)
             # out_of_scope's windows: only the stable verdicts, not the share's every one
             rates += windows_count(alarm["dimension"], drift.get(alarm["dimension"]) or {})
             lines.append(f"  DRIFT  {where}: {rates}")
@@ -771,15 +778,19 @@ COVERAGE_GAP_RULE = "live share ≥ 2 × gold share, its 95 % lower bound ≥ go
 
 
 def coverage_gap_lines(
-    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = ()
-) -> list[str]:
+    drift: dict[str, Any], topic_names: dict[str, str], unlabelled: Sequence[str] = (),
+    *, scope_on: bool = True,
+) -> list[str]:  # fmt: skip
     """The drift report's coverage gaps (``{dim: {"coverage_gaps": [...], "gold_counts":
     {...}, "coverage_gaps_left_out": {category: why}}}``; the why is shown with the
     suppressed categories), one line for the language and
     topic dimensions that have gold counts: ``"  coverage gaps vs gold (rule): language de
     11.1 % live / 0.0 % gold, …; topic none"``; ``[]`` when no dimension has gold counts.
     Topics are named by ``topic_names`` (id → "topic-1: warsaw") where known; a language of
-    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so."""
+    ``unlabelled`` (exported as ``other``: :mod:`service.language.unlabelled`) says so. A
+    second line says the questions judged out of scope count in these gaps, not in the
+    document shares (:data:`~service.coverage.OUT_OF_SCOPE_COUNTED`), unless ``scope_on`` is
+    false (the out-of-scope detector off: no question is judged out of scope)."""
     parts = []
     for dim in ("language", "topic"):
         body = drift.get(dim) or {}
@@ -796,7 +807,10 @@ def coverage_gap_lines(
             for c in sorted(body.get("coverage_gaps_left_out") or {})
         ]
         parts.append(f"{dim} {', '.join(gaps) or 'none'}")
-    return [f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}"] if parts else []
+    if not parts:
+        return []
+    line = f"  coverage gaps vs gold ({COVERAGE_GAP_RULE}): {'; '.join(parts)}"
+    return [line, f"    ({OUT_OF_SCOPE_COUNTED})"] if scope_on else [line]
 
 
 def _paired_lines(name: str, cell: dict[str, Any], known: dict[str, Any], k: Any) -> list[str]:
@@ -1044,7 +1058,8 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
         more = summary.get("n_gaps", len(gaps)) - len(gaps)
         listed = ", ".join(f"{g['dimension']} {g['value']} {g['n']}" for g in gaps)
         lines.append(f"  in the coverage gaps of the recent events (harvest.gap_window): {listed}"
-                     + (f" (and {more} smaller gaps)" if more > 0 else ""))  # fmt: skip
+                     + (f" (and {more} smaller gaps)" if more > 0 else "")
+                     + f"; {OUT_OF_SCOPE_COUNTED}")  # fmt: skip
     lines += document_gap_lines(summary.get("documents"))
     note = shed_note(summary)
     if note is not None:

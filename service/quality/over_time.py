@@ -37,9 +37,33 @@ Picking the worst of ``m`` tested points is ``m`` tests, so it differs *beyond n
 when ``p < level / m`` (Bonferroni; ``level`` 0.05 by default). Same input, same result.
 Production's verdict is on the hit rate only (recall and MRR are shown, not tested).
 
+A sustained change (trial 41, M3: from 11-05 00:00 half the known questions lost their
+passage for the two days left; the worst 2 h point, against a rest of the run already ~30 %
+degraded and Bonferroni over 51 points, read "within noise"). Each run of consecutive tested
+points is compared with *the points before it* (a prefix baseline, which a change that lasts
+cannot dilute), question by question: the questions asked both in the run and before it,
+each one's mean inside minus its mean before, by the paired t-test (Student 1908; the
+question as the unit, as above: a fixed retriever gives a question the same value on both
+sides, so a steady stream gives differences of 0 whatever the mix of questions each side
+happens to hold, which an unpaired test of short against long spans does not: with
+one-off questions and repeated ones, the distinct questions of a long span hold more
+one-off ones). A run is tested when ``min_n`` questions pair; the lowest p of the runs lower
+than their prefix is beyond noise when ``p < level / runs tested`` (Bonferroni over every
+run, the scan's family-wise bound: Worsley 1982, *Biometrika* 69, for the maximum of
+change-point statistics). Measured (``python -m benchmarks.over_time_alarms``, 200 seeded
+runs each, 5 days of ~8 scored known questions an hour over 40 Zipf-asked rows, a third of
+them flipping at random, with a user's 12 repeats a day): stationary, 0 alarms in 200 (95 %
+upper bound 1.9 %); the trial's 50 % hit loss from day 3, found in 199 of 200 (the worst
+point alone: 92). Trial 41's log: from 2026-11-05 00:00 UTC to the end, 0.503 against 1.000,
+p 5.7e-19 (the truth: 11-05 00:00, 176 of 353 hits).
+
 Known limits: the 95 % bands are per event (``mean ± 1.96 s / √n`` collapses to [1, 1] when
 every value is 1.0, and repeats narrow them); only the chosen width is tested, so with hourly
-points a whole-day drop spreads over many points (review 3, MEDIUM 2 and 3).
+points a whole-day drop spreads over many points (review 3, MEDIUM 2 and 3). The sustained
+test sees only questions asked before the run too (a drop on new questions is the worst
+point's to find), and the paired t is blind to dilution: the reported start is the largest
+drop's of the runs beyond noise ending where the lowest p ends, but that end can run past a
+recovery.
 
 >>> day = 86400.0
 >>> def bucket(i, hits):  # 20 gold questions asked once each, ``hits`` of them hit
@@ -61,6 +85,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from service.drift.stats_tests import wilson_interval
@@ -95,6 +121,11 @@ LEVEL = 0.05
 #: Point widths tried, narrowest first (seconds); only multiples of the series' width.
 WIDTHS_S = (3600.0, 7200.0, 3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0,
             7 * 86400.0)  # fmt: skip
+#: Most run starts, and most run ends, the sustained-change scan tests (:func:`_sustained`):
+#: past it, evenly spaced tested points (the first and last kept), so the scan costs at most
+#: ``MAX_RUN_EDGES`` ² runs × the questions asked at two points or more, whatever the series'
+#: length (the review of session 41: 500 points × 7,800 questions took 61 s and 408 MB).
+MAX_RUN_EDGES = 64
 #: Share of the results the drawn points (of ``min_n`` or more) should hold.
 COVER = 0.8
 #: What the worst point's test compares, per question, by measure.
@@ -210,6 +241,135 @@ def _question_test(
     }  # fmt: skip
 
 
+def _paired_many(
+    diffs: NDArray[np.float64], paired: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per row: the number of pairs, the mean of the row's ``diffs`` where ``paired`` and
+    the two-sided p-value of the paired t-test that it is 0 (Student 1908: ``t = d̄ /
+    (s_d / √n)``, ``n − 1`` degrees of freedom, as ``scipy.stats.ttest_rel``). A row whose
+    differences are constant (to rounding) has p 1 when they are 0, else 0 (as
+    :func:`welch_t_test`). Rows need 2 or more pairs."""
+    n = paired.sum(axis=1).astype(float)
+    mean = np.where(paired, diffs, 0.0).sum(axis=1) / n
+    var = (np.where(paired, diffs - mean[:, None], 0.0) ** 2).sum(axis=1) / (n - 1)
+    constant = var / n <= 1e-24
+    t = mean / np.sqrt(np.where(constant, 1.0, var / n))
+    p = 2.0 * stats.t.sf(np.abs(t), n - 1)
+    zero = np.isclose(mean, 0.0, rtol=0.0, atol=1e-12)
+    return n, mean, np.where(constant, np.where(zero, 1.0, 0.0), p)
+
+
+def _sustained(
+    buckets: Sequence[Mapping[str, Any]],
+    points: Sequence[Mapping[str, Any]],
+    width: float,
+    cells: Callable[[Mapping[str, Any]], Mapping[str, Sequence[float]]],
+    measure: str,
+    min_n: int,
+    level: float,
+) -> dict[str, Any] | None:
+    """The run of consecutive tested points most clearly *lower* than the points before it
+    (module docstring, "A sustained change"), ``None`` when no run has ``min_n`` questions
+    asked both inside it and before it.
+
+    Every run ``[i, j]`` of tested points (``i <= j``; the untested points between them
+    included) is compared with its prefix (every bucket before point ``i``) on the questions
+    asked on both sides: each question's mean inside the run minus its mean before, by the
+    paired t-test (:func:`_paired_many`). A run is tested when ``min_n`` questions pair.
+    The lowest p among the tested runs whose mean difference is below 0 is beyond noise when
+    ``p < level / tests`` (Bonferroni over every run tested, whichever way it moved; past
+    :data:`MAX_RUN_EDGES` tested points, runs start and end only at that many evenly spaced
+    ones, :func:`_edges`, so a reported start or end may be off by the spacing; ties:
+    the earliest start, then the longest run). The paired t is blind to dilution (a run
+    that starts before the change has proportionally smaller differences and can have the
+    same t), so the run reported when beyond noise is, of the runs beyond noise that end
+    where the lowest-p one ends, the one of the largest mean drop (ties: the earliest): a
+    run starting before the change is diluted by the points before it, one starting after
+    it compares with a prefix that holds part of the change."""
+    tested = [float(p["start"]) for p in points if p["questions"] >= min_n]
+    if len(tested) < 2:
+        return None
+    starts = sorted({math.floor(float(b["start"]) / width) * width for b in buckets})
+    row = {start: i for i, start in enumerate(starts)}
+    firsts = lasts = set(_edges(tested))
+    rows_of: dict[str, set[int]] = {}
+    for bucket in buckets:
+        r = row[math.floor(float(bucket["start"]) / width) * width]
+        for key in cells(bucket):
+            rows_of.setdefault(key, set()).add(r)
+    # a question asked at one point only can never pair (it needs a point before and one in)
+    keys = sorted(key for key, rows in rows_of.items() if len(rows) > 1)
+    column = {key: i for i, key in enumerate(keys)}
+    events = np.zeros((len(starts) + 1, len(keys)))
+    sums = np.zeros((len(starts) + 1, len(keys)))
+    for bucket in buckets:
+        r = row[math.floor(float(bucket["start"]) / width) * width] + 1
+        for key, (n, total) in cells(bucket).items():
+            if key in column:
+                events[r, column[key]] += float(n)
+                sums[r, column[key]] += float(total)
+    events, sums = np.cumsum(events, axis=0), np.cumsum(sums, axis=0)  # row r: points < r
+    tests, lower = 0, []  # lower: (p, start, -end row, mean difference, the run's figures)
+    for i, first in enumerate(tested):
+        if first not in firsts:
+            continue
+        before_n, before_sum = events[row[first]], sums[row[first]]
+        seen = before_n > 0
+        if int(seen.sum()) < min_n:
+            continue
+        before = np.where(seen, before_sum / np.where(seen, before_n, 1.0), 0.0)
+        ends = np.array([row[last] + 1 for last in tested[i:] if last in lasts])
+        if not len(ends):
+            continue
+        run_n, run_sum = events[ends] - before_n, sums[ends] - before_sum
+        paired = (run_n > 0) & seen
+        inside = np.where(paired, run_sum / np.where(paired, run_n, 1.0), 0.0)
+        eligible = paired.sum(axis=1) >= min_n
+        if not eligible.any():
+            continue
+        inside, paired, ends = inside[eligible], paired[eligible], ends[eligible]
+        points_to = np.array([tested.index(last) - i + 1 for last in tested[i:] if last in lasts])
+        runs = points_to[eligible]  # tested points in each run
+        n_pairs, mean, p_values = _paired_many(inside - before, paired)
+        tests += len(ends)
+        for j in np.flatnonzero(mean < 0):
+            pairs = paired[j]
+            lower.append((_rounded(float(p_values[j])), first, -int(ends[j]), float(mean[j]), {
+                "start": first, "end": starts[ends[j] - 1] + width, "points": int(runs[j]),
+                "questions": int(n_pairs[j]), f"question_{measure}": float(inside[j][pairs].mean()),
+                f"before_question_{measure}": float(before[pairs].mean()),
+            }))  # fmt: skip
+    if not tests:
+        return None
+    if not lower:  # no run below the points before it
+        return {"found": False, "beyond_noise": False, "tests": tests, "threshold": level / tests}
+    best = min(lower, key=lambda run: run[:3])
+    if best[0] < level / tests:  # where it began: the largest drop of those ending there
+        best = min((run for run in lower if run[2] == best[2] and run[0] < level / tests),
+                   key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
+    figures = best[4]
+    figures["to_end"] = figures["end"] >= starts[-1] + width
+    return {"found": True, **figures,
+            "test": f"paired t-test on per-question {_MEASURES[measure]}",
+            **_verdict(best[0], tests, level)}  # fmt: skip
+
+
+def _edges(tested: Sequence[float]) -> list[float]:
+    """The tested points a run may start (or end) at: all of them up to
+    :data:`MAX_RUN_EDGES`, else that many evenly spaced (the first and last kept; indices
+    rounded half to even by NumPy), in order. Bonferroni counts only the runs tested."""
+    if len(tested) <= MAX_RUN_EDGES:
+        return list(tested)
+    picked = np.unique(np.rint(np.linspace(0, len(tested) - 1, MAX_RUN_EDGES)).astype(int))
+    return [tested[int(i)] for i in picked]
+
+
+def _rounded(value: float) -> float:
+    """``value`` to 10 significant digits: runs whose p-values (or drops) differ only by
+    rounding are ties, broken by the stated rule, not by the last bits of a sum."""
+    return float(f"{value:.10g}")
+
+
 def _widths(bucket_s: float) -> list[float]:
     """``bucket_s``, the wider :data:`WIDTHS_S` that are whole multiples of it, then
     doublings of the widest up to a year."""
@@ -318,6 +478,8 @@ def _known_track(buckets: Sequence[Mapping[str, Any]], bucket_s: float, min_n: i
     track["all"]["questions"] = len(question_means(buckets, lambda _: True, _known_questions))
     track["tested"], worst = _question_test(buckets, points, width, _known_questions,
                                             "hit_rate", min_n, level)  # fmt: skip
+    track["sustained"] = _sustained(buckets, points, width, _known_questions, "hit_rate",
+                                    min_n, level)  # fmt: skip
     if worst is not None:
         point = next(p for p in points if p["start"] == worst["start"])
         worst.update(n=point["n"], hit_rate=point["hit_rate"], recall=point["recall"],
@@ -354,6 +516,7 @@ def _agreement_track(buckets: Sequence[Mapping[str, Any]], bucket_s: float, name
     track["all"]["questions"] = len(question_means(buckets, lambda _: True, cells))
     track["tested"], worst = _question_test(buckets, points, width, cells, "rbo", min_n,
                                             level)  # fmt: skip
+    track["sustained"] = _sustained(buckets, points, width, cells, "rbo", min_n, level)
     if worst is not None:
         point = next(p for p in points if p["start"] == worst["start"])
         worst.update(n=point["n"], rbo=point["rbo"])
@@ -467,6 +630,33 @@ def _verdict_text(worst: Mapping[str, Any], what: str, measure: str) -> str:
     )
 
 
+def _sustained_text(track: Mapping[str, Any], what: str, measure: str) -> str:
+    """The sustained-change verdict and ``"; "``, ``""`` when no run was tested: ``"sustained:
+    from 2026-11-05 00:00 UTC to the end (22 points), hit rate LOWER beyond noise (paired
+    t-test on per-question hit rates, 40 questions asked in it and before it: 0.503 in it
+    against 1.000 before it: p 5.7e-19 < 0.05/1273, Bonferroni over the runs of consecutive
+    points tested against the points before them); "`` (module docstring, "A sustained
+    change")."""
+    run = track.get("sustained")
+    if not run:
+        return ""
+    family = (f"Bonferroni over the {run['tests']} runs of consecutive points tested against "
+              "the points before them")  # fmt: skip
+    if not run["found"]:
+        return f"sustained: no run of points below the points before it ({family}); "
+    end = "the end" if run["to_end"] else _start_text(run["end"])
+    word, sign = ("LOWER beyond noise", "<") if run["beyond_noise"] else ("within noise", ">=")
+    level = run["threshold"] * run["tests"]
+    return (
+        f"sustained: from {_start_text(run['start'])} to {end} "
+        f"({_plural(run['points'], 'point')}), {what} {word} ({run['test']}, "
+        f"{_plural(run['questions'], 'question')} asked in it and before it: "
+        f"{run[f'question_{measure}']:.3f} in it against "
+        f"{run[f'before_question_{measure}']:.3f} before it: p {run['p_value']:.2g} {sign} "
+        f"{level:g}/{run['tests']}, {family}); "
+    )
+
+
 def _partial(report: Mapping[str, Any] | None) -> str:
     return (" (only the runs since the state's upgrade: older runs kept no quality)"
             if (report or {}).get("quality_partial") else "")  # fmt: skip
@@ -475,9 +665,10 @@ def _partial(report: Mapping[str, Any] | None) -> str:
 #: What the over-time test is not (trial 39: the worst 3 h point read "within noise" while the
 #: ``known_miss`` drift alarm said DRIFT, which looked like a contradiction).
 KNOWN_MISS_NOT_THIS = (
-    "A different test from the known_miss drift alarm: this one asks whether one point is "
-    "worse than the rest of the run, each question once, Bonferroni over every point (a "
-    "change lasting many points also lowers the rest); known_miss asks whether the latest "
+    "Different tests from the known_miss drift alarm: these ask whether a run of points is "
+    "worse than every point before it (Bonferroni over the runs) and whether one point is "
+    "worse than the rest of the run (Bonferroni over the points; a change lasting many "
+    "points also lowers the rest), each question once; known_miss asks whether the latest "
     "window's miss rate, over events, is above its baseline's"
 )
 
@@ -497,7 +688,8 @@ def known_line(report: Mapping[str, Any] | None, k: object) -> str | None:
     head = f"  production over time{_partial(report)} ({_header(track, min_n, 'scored')})"
     run = track["all"]
     return (
-        f"{head}: worst {_start_text(worst['start'])} + {width_text(track['bucket_s'])}: "
+        f"{head}: {_sustained_text(track, 'hit rate', 'hit_rate')}"
+        f"worst {_start_text(worst['start'])} + {width_text(track['bucket_s'])}: "
         f"hit rate {worst['hit_rate']:.3f}, recall@{k} {worst['recall']:.3f}, MRR "
         f"{worst['mrr']:.3f} (n {worst['n']}) vs {run['hit_rate']:.3f}, {run['recall']:.3f}, "
         f"{run['mrr']:.3f} over the run: "
@@ -518,7 +710,8 @@ def agreement_line(report: Mapping[str, Any] | None, name: str) -> str | None:
         return f"  {name} over time{_partial(report)}: {_too_few(track, min_n, 'results')}"
     head = f"  {name} over time{_partial(report)} ({_header(track, min_n, 'results')})"
     return (
-        f"{head}: worst {_start_text(worst['start'])} + {width_text(track['bucket_s'])}: RBO "
+        f"{head}: {_sustained_text(track, 'RBO', 'rbo')}"
+        f"worst {_start_text(worst['start'])} + {width_text(track['bucket_s'])}: RBO "
         f"{worst['rbo']:.3f} (n {worst['n']}) vs {track['all']['rbo']:.3f} over the run: "
         + _verdict_text(worst, "RBO", "rbo")
     )

@@ -69,6 +69,7 @@ __all__ = [
     "TextRecall",
     "estimate_rate",
     "missed_wording",
+    "recall_lines",
     "shown_wordings",
     "text_recall",
 ]
@@ -148,8 +149,11 @@ class TextRecall(TypedDict):
     recall, or with one that gives no estimate, counted as read), ``"confidence"`` (0.95,
     joint) — ``missed``: the most frequent wordings of flagged refusals the reader did not
     read as refusals (:func:`shown_wordings`: scrubbed, normalised, short, each seen at least
-    :data:`WORDING_MIN_SEEN` times; ``[]`` without a lower bound) — and ``text``: the
-    sentence (``None`` without a lower bound)."""
+    :data:`WORDING_MIN_SEEN` times; ``[]`` without a lower bound) — ``lines``: what it
+    means in four short lines (``[]`` without a lower bound): the headline ("at least N of M
+    answers refused (r %, a lower bound)"), the estimate with its interval or why there is
+    none, why (the recall measured against ``answer.refused``) and the fix — and ``text``:
+    those lines as one paragraph (``None`` without a lower bound)."""
 
     level: float
     lower_bound: bool
@@ -157,6 +161,7 @@ class TextRecall(TypedDict):
     estimate: dict[str, Any] | None
     no_estimate: str | None
     missed: list[dict[str, Any]]
+    lines: list[str]
     text: str | None
 
 
@@ -253,32 +258,34 @@ def text_recall(
              if n > 0 and lang in measured and measured[lang]["recall_high"] < level]  # fmt: skip
     out: TextRecall = {"level": level, "lower_bound": bool(below), "below": below,
                        "estimate": None, "no_estimate": None, "missed": [],
-                       "text": None}  # fmt: skip
+                       "lines": [], "text": None}  # fmt: skip
     if not below:
         return out
     out["missed"] = shown = shown_wordings(missed or {})
-    fix = FIX
+    fix = f"fix: {FIX}"
     if shown:  # the app's own wordings the reader missed, most frequent first
-        fix += f"; the flagged refusals {reader} missed most often read " + ", ".join(
+        fix += "; missed most often: " + ", ".join(
             f'"{row["text"]}" ({row["seen"]} times)' for row in shown
         )
     recalls = ", ".join(
-        f"{lang} {row['both']} of {row['flagged']} ({row['recall']:.3f} "
-        f"[{row['recall_low']:.3f}, {row['recall_high']:.3f}])"
-        for lang in below for row in [measured[lang]]
+        f"{row['both']} of the {row['flagged']}{' refusals answer.refused flags' if i == 0 else ''}"
+        f" in {lang} (recall {row['recall']:.3f} [{row['recall_low']:.3f}, "
+        f"{row['recall_high']:.3f}])"
+        for i, lang in enumerate(below) for row in [measured[lang]]
     )  # fmt: skip
     if read_refused is None:
         read_refused = sum(x for _, x in read.values())
-    text = (f"a lower bound: of the refusals answer.refused flags on this traffic, {reader} "
-            f"read only {recalls} as refusals (Wilson 95 %; each upper bound below "
-            f"{level:.2f}), so the {read_refused} refusals they read in the "
-            f"{read_total} answers without answer.refused are a lower bound (those "
-            f"answer.refused decided are exact)")  # fmt: skip
+    share = f"{refused / answers:.1%}, " if answers else ""
+    headline = f"at least {refused} of {answers} answers refused ({share}a lower bound)"
+    why = (f"why: {reader} read only {recalls}: Wilson 95 %, "
+           f"{'each' if len(below) > 1 else 'its'} upper bound below {level:.2f}; so the "
+           f"{read_refused} refusals they read in the {read_total} answers without "
+           "answer.refused are a lower bound (answer.refused's own are exact)")  # fmt: skip
     if sum(n for n, _ in read.values()) < read_total:
-        out["no_estimate"] = ("no estimate: the totals were kept before the answers the text "
-                              "reader decided were counted per language")  # fmt: skip
-        out["text"] = f"{text}; {out['no_estimate']}; {fix}"
-        return out
+        none = ("no estimate: the totals were kept before the answers the text reader decided "
+                "were counted per language")  # fmt: skip
+        out["no_estimate"] = none
+        return _said(out, [headline, none, why, fix])
     estimated = [(lang, n, x) for lang, (n, x) in by_read if n > 0 and lang in measured]
     m = 3 * len(estimated)
     z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / (2 * m))
@@ -302,9 +309,8 @@ def text_recall(
     unmeasured = sum(n for lang, (n, _) in read.items() if lang not in done)
     unseparated = sum(n for lang, n, _ in estimated if lang not in done)
     if not languages:
-        out["no_estimate"] = f"no estimate: {'; '.join(skipped)}"
-        out["text"] = f"{text}; {out['no_estimate']}; {fix}"
-        return out
+        out["no_estimate"] = none = f"no estimate: {'; '.join(skipped)}"
+        return _said(out, [headline, none, why, fix])
     base = refused - sum(row["read_refused"] for row in languages)
     total = base + sum(row["refused"] for row in languages)
     low = base + sum(row["low"] for row in languages)
@@ -314,21 +320,38 @@ def text_recall(
                 "rate_high": high / answers, "languages": languages,
                 "unmeasured_answers": unmeasured, "confidence": CONFIDENCE}  # fmt: skip
     out["estimate"] = estimate
-    part = "; ".join(f"{row['language']} {row['refused']:.0f} [{row['low']:.0f}, "
-                     f"{row['high']:.0f}] of {row['answers']}" for row in languages)  # fmt: skip
+    part = "".join(f"; {row['language']} {row['refused']:.0f} [{row['low']:.0f}, "
+                   f"{row['high']:.0f}] of the {row['answers']} read" for row in languages
+                   if len(languages) > 1)  # fmt: skip
     rest = ""
     if unmeasured - unseparated:
-        rest = (f"; the {unmeasured - unseparated} answers without answer.refused in languages "
-                "with no measured recall are counted as read")  # fmt: skip
+        rest = (f"; {unmeasured - unseparated} answers without answer.refused in languages "
+                "with no measured recall counted as read")  # fmt: skip
     if unseparated:  # measured, yet no estimate there: counted as read, and why said
-        rest += (f"; the {unseparated} answers without answer.refused where no estimate can be "
-                 f"made ({'; '.join(skipped)}) are counted as read")  # fmt: skip
-    out["text"] = (
-        f"{text}. ESTIMATE, not a count, assuming {reader} miss the refusals without "
-        "answer.refused as often as the flagged ones: refusals among the answers they read "
-        f"{part}; so {total:.0f} [{low:.0f}, {high:.0f}] of {answers} answers in all "
-        f"({total / answers:.1%} [{low / answers:.1%}, {high / answers:.1%}]; 95 % jointly: "
-        f"Rogan–Gladen with Bonferroni-adjusted Wilson intervals){rest}. {fix[0].upper()}"
-        f"{fix[1:]}"
-    )
+        rest += (f"; {unseparated} answers without answer.refused counted as read "
+                 f"({'; '.join(skipped)})")  # fmt: skip
+    said = (f"ESTIMATE, not a count: {total:.0f} [{low:.0f}, {high:.0f}] of {answers} answers "
+            f"refused ({total / answers:.1%} [{low / answers:.1%}, {high / answers:.1%}], 95 % "
+            f"jointly{part}), if {reader} miss unflagged refusals as often as flagged ones "
+            f"(Rogan–Gladen, Bonferroni-adjusted Wilson intervals){rest}")  # fmt: skip
+    return _said(out, [headline, said, why, fix])
+
+
+def recall_lines(recall: Mapping[str, Any]) -> list[str]:
+    """A :class:`TextRecall`'s lines; a report written before it had them (session 41) gives
+    its paragraph as the one line (``[]`` without a lower bound).
+
+    >>> recall_lines({"lines": ["at least 3 of 9 answers refused (33.3%, a lower bound)"]})
+    ['at least 3 of 9 answers refused (33.3%, a lower bound)']
+    >>> recall_lines({"text": "a lower bound: ..."})
+    ['a lower bound: ...']
+    """
+    return list(recall.get("lines") or ([recall["text"]] if recall.get("text") else []))
+
+
+def _said(out: TextRecall, lines: list[str]) -> TextRecall:
+    """``out`` with its ``lines`` (headline, estimate or why none, why, fix) and ``text`` (the
+    lines as one paragraph, each a sentence)."""
+    out["lines"] = lines
+    out["text"] = " ".join(f"{line[0].upper()}{line[1:]}." for line in lines)
     return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -236,9 +237,19 @@ class Live:
             self.shadow.collect()
             self.export_shadow()
 
+    def settle_shadow(self, timeout_s: float, stop: threading.Event | None = None) -> int:
+        """The live service's finite input has ended: wait (without the engine lock) for
+        the shadow calls queued and running, the CPU budget lifted meanwhile
+        (:meth:`ShadowStage.settle`); return how many are still queued or running (0
+        without candidates). :meth:`finish` with ``timeout_s=0`` then folds them in."""
+        if self.shadow is None:
+            return 0
+        return self.shadow.settle(timeout_s, stop)
+
     def finish(self, timeout_s: float = 30.0) -> None:
-        """End of a replay: wait for the shadow calls in flight, fold them in, publish the
-        harvested suggestions, export."""
+        """End of a replay (or of a live service's finite input, after
+        :meth:`settle_shadow`): wait up to ``timeout_s`` seconds for the shadow calls in
+        flight, fold them in, publish the harvested suggestions, export."""
         if self.shadow is not None:
             self.shadow.flush(timeout_s)
         if self.harvest is not None:

@@ -85,7 +85,9 @@ class ShadowConfig(_Frozen):
         max_cpu_share: CPU core-seconds per second all shadow calls together may use
             (``None``: unlimited, e.g. a benchmark of shadow throughput); beyond it no call
             starts, offers wait in the candidate's queue (``queue_size``), and those a full
-            queue does not keep are skipped as ``cpu_budget``.
+            queue does not keep are skipped as ``cpu_budget``. Lifted at a stop and, for up
+            to 120 s, at the end of a file or stdin source while the calls still queued
+            finish (no live events are left to protect).
     """
 
     candidates: tuple[CandidateConfig, ...] = ()

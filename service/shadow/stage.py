@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -546,6 +547,16 @@ class ShadowStage:
         idle = self.runner.wait_idle(timeout_s)
         self.collect()
         return idle
+
+    def settle(self, timeout_s: float, stop: threading.Event | None = None) -> int:
+        """The live service's finite input has ended (the service goes on): let the calls
+        queued and running finish, the CPU budget lifted meanwhile
+        (:meth:`ShadowRunner.settle`: at most ``timeout_s`` seconds, less if ``stop`` is
+        set). Folds nothing in, so it needs no pipeline lock (:meth:`flush` then does, at
+        once). Returns the calls still queued or running (0: all finished)."""
+        if self.runner.settle(timeout_s, stop):
+            return 0
+        return self.runner.busy_calls()
 
     def finish(self, timeout_s: float) -> int:
         """The live service stops (its consumer and API done, before its last checkpoint):

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from service.evaluation.detector_quality import balanced_accuracy_floor, quality_trusted
 from service.pii import PII_TYPES as _PII_TYPES
 from service.pipeline.totals import count_annotations
-from service.telemetry.conventions import OTHER, bounded_label
+from service.telemetry.conventions import NEAREST_HELP, OTHER, bounded_label
 from service.telemetry.conventions import finite as _finite
 from service.telemetry.conventions import metric_name as _name
 
@@ -428,7 +428,9 @@ def _topic_help(descriptions: Mapping[str, str]) -> str:
     named = [label for name, label in sorted(descriptions.items(),
                                              key=lambda kv: topic_sort_key(kv[0]))
              if label != name][:100]  # fmt: skip
-    return "Questions by topic." + (f" Topics: {'; '.join(named)}." if named else "")
+    return f"Questions by topic. {NEAREST_HELP}" + (
+        f" Topics: {'; '.join(named)}." if named else ""
+    )
 
 
 def build_analytics_metrics(

@@ -44,3 +44,12 @@ def finite(value: Any) -> float:
     """
     number = float(value)
     return number if number == number and abs(number) != float("inf") else float("nan")
+
+
+#: Said in the help of every metric counted per topic: while the novelty detector is
+#: untrusted, a question's topic is its nearest gold topic (docs/topics.md).
+NEAREST_HELP = ("While the novelty detector is untrusted (goldwatch_detector_trusted"
+                "{detector=\"novelty\"} 0), a question on a topic the gold set lacks is novel "
+                "only as often as the detector's TPR and is otherwise counted under its NEAREST "
+                "gold topic: the topics are then each question's nearest gold topic, not "
+                "facts.")  # fmt: skip

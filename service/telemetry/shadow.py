@@ -13,7 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
-from service.telemetry.conventions import OTHER, bounded_label
+from service.telemetry.conventions import NEAREST_HELP, OTHER, bounded_label
 from service.telemetry.conventions import finite as _finite
 from service.telemetry.conventions import metric_name as _name
 
@@ -302,7 +302,7 @@ def build_shadow_metrics(
         agreement_by_topic=summary(
             "shadow_agreement_by_topic", "Shadow agreement by question topic (other: a "
             "topic outside the label set; unjudged_language: given no topic, no gold row is "
-            "written in its language; not_detected: no topic detection ran).",
+            f"written in its language; not_detected: no topic detection ran). {NEAREST_HELP}",
             ["retriever", "topic", "measure"],
         ),
         queue_depth=gauge("shadow_queue_depth", "Events waiting for a shadow worker.",

@@ -153,11 +153,9 @@ def test_status_suggestions_table_fits_at_1400_px(chromium: str, tmp_path: Path)
     assert table and all(r["scroll"] <= r["client"] for r in table), table
 
 
-def test_live_quality_tables_fit_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
-    """The review table holds ids, times, passage lists and whole questions: the demo's
-    longest shapes (four passage ids, a 60-character Hinglish question) fit without a
-    horizontal scroll bar, as every other table of the page; so does the table of gold-set
-    changes (nine columns)."""
+def _long_review() -> dict[str, Any]:
+    """Live quality with 20 review rows of the demo's longest shapes (four passage ids, two
+    leaked, a 60-character Hinglish question) and a table of gold-set changes."""
     from tests.service.html.test_quality_section import changed_quality, quality
 
     doc = {**quality(review=20), "coverage": changed_quality()["coverage"]}
@@ -165,7 +163,15 @@ def test_live_quality_tables_fit_at_1400_px(chromium: str, tmp_path: Path) -> No
         row["passage_ids"] = ["p-0055", "p-0054", "p-0057", "p-0053"]
         row["leaked"] = ["p-0054", "p-0052"]
         row["question"] = "assistant professor ki basic pay kitni hai 1st year ke liye"
-    extras = {"quality": doc}
+    return doc
+
+
+def test_live_quality_tables_fit_at_1400_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """The review table holds ids, times, passage lists and whole questions: the demo's
+    longest shapes (four passage ids, a 60-character Hinglish question) fit without a
+    horizontal scroll bar, as every other table of the page; so does the table of gold-set
+    changes (nine columns)."""
+    extras = {"quality": _long_review()}
     page = render_status_page(STATUS, samples.replay_report()["analytics"], extras=extras)
     widths = [r for r in table_widths(chromium, page, tmp_path) if r["section"] == "quality"]
     assert len(widths) == 5 and all(r["scroll"] <= r["client"] for r in widths), widths
@@ -311,3 +317,45 @@ def test_demo_pages_scroll_nowhere_sideways_at_1400_px(
         assert len(tables) >= 20, (name, tables)  # every section's tables were measured
         wide = [r for r in tables if r["scroll"] > r["client"]]
         assert wide == [], (name, wide)
+
+
+#: Per passage or event id (``p-0054``: letters, a hyphen, digits) in a table cell of a
+#: section, how many line boxes its text takes (1: unbroken). Read from the text itself, not
+#: from any markup, so it measures the page as drawn whatever wraps the ids.
+_ID_LINES = r"""<script>
+const idPattern = /[A-Za-z]+-\d+/g;
+for (const cell of document.querySelectorAll("section td")) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const m of node.data.matchAll(idPattern)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects(), r => Math.round(r.top)));
+      console.log(JSON.stringify({section: cell.closest("section").id, id: m[0],
+                                  lines: tops.size}));
+    }
+  }
+}
+</script>"""
+
+
+def test_passage_ids_are_never_broken_at_1024_px(chromium: str, tmp_path: Path) -> None:  # noqa: F811
+    """Session 41: at 1,024 px the live-quality review table's passage lists broke inside an
+    id, after its hyphen (``p-0054, p-`` / ``0052``). Each id in the review table's leaked and
+    passages columns and in the shadow disagreements' rankings now takes one line; the
+    lists break between ids. The review rows are the demo's longest shapes, as in
+    :func:`test_live_quality_tables_fit_at_1400_px` (:func:`_long_review`)."""
+    report = samples.replay_report()
+    cell = report["shadow"]["candidates"]["bm25-v2"]
+    cell["disagreements"][0]["production"] = [f"p-00{50 + i}" for i in range(5)]
+    cell["disagreements"][0]["candidate"] = [f"p-00{60 + i}" for i in range(5)]
+    page = render_status_page(STATUS, report["analytics"],
+                              extras={**report, "quality": _long_review()})  # fmt: skip
+    page = page.replace("<details>", "<details open>")  # the disagreements are folded
+    rows = logged_rows(chromium, page, _ID_LINES, tmp_path, 1024)
+    quality = [r for r in rows if r["section"] == "quality"]
+    shadow = [r for r in rows if r["section"] == "shadow" and r["id"].startswith("p-00")]
+    assert len(quality) >= 20 * 6 and len(shadow) == 10, rows  # every id was measured
+    broken = [r for r in rows if r["lines"] != 1]
+    assert broken == [], broken

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 import types
 from datetime import UTC, datetime, timedelta
@@ -417,6 +418,11 @@ def test_html_lists_under_covered_categories_apart_from_an_uncalibrated_novel() 
     assert "Coverage gaps" not in page
     assert "<h3>Under-covered by the gold set (drift view&#x27;s coverage gaps)</h3>" in page
     assert "harvest.min_gap" in page  # the drift view's rule says it is not harvest's
+    # session 41: and what it counts, unlike the document shares
+    assert ("Questions judged out of scope count in the language and topic gaps (their language "
+            "and topic are their own: gold rows there, unanswerable ones among them, measure the "
+            "scope detector and the refusals on them) but in no document share") in html.unescape(
+        page)  # fmt: skip
     # exams: live 20.0 %, gold 5.0 %, 4.0×, +15.0 %, interval +3.0 % … +30.0 %
     assert ("<tr><td>exams</td><td>20.0%</td><td>5.0%</td><td>4.0×</td><td>+15.0%</td>"
             "<td>+3.0% … +30.0%</td></tr>") in page  # fmt: skip

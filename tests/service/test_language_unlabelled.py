@@ -92,9 +92,9 @@ def test_the_coverage_gap_line_marks_a_language_exported_as_other() -> None:
     drift = {"language": {"gold_counts": {"en": 10},
                           "coverage_gaps": [{"category": "ru", "live_share": 0.049,
                                              "gold_share": 0.0}]}}  # fmt: skip
-    (line,) = coverage_gap_lines(drift, {}, ["ru"])
+    line, _ = coverage_gap_lines(drift, {}, ["ru"])
     assert line.endswith('language ru 4.9% live / 0.0% gold (language="other" on /metrics)')
-    (plain,) = coverage_gap_lines(drift, {})
+    plain, _ = coverage_gap_lines(drift, {})
     assert plain.endswith("language ru 4.9% live / 0.0% gold")
 
 

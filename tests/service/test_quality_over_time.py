@@ -152,8 +152,47 @@ def test_the_degraded_day_stands_out_beyond_noise() -> None:
     first = track["points"][0]
     assert (first["recall_low"], first["recall_high"]) == pytest.approx(
         (np.mean(values) - half, min(np.mean(values) + half, 1.0)))  # fmt: skip
+
+    # the sustained test, by brute force with scipy over every run of days i..j (i >= 2):
+    # each row's hit rate in the run against its rate before, rows asked on both sides
+    def rates(first: int, last: int) -> dict[int, float]:
+        asked: dict[int, list[int]] = {}
+        for rows in days[first:last]:
+            for q, (_, hit) in enumerate(rows):
+                asked.setdefault(q, []).append(hit)
+        return {q: sum(v) / len(v) for q, v in asked.items()}
+
+    found = []
+    for i in range(1, 5):
+        for j in range(i, 5):
+            inside, before = rates(i, j + 1), rates(0, i)
+            both = sorted(set(inside) & set(before))
+            diffs = [inside[q] - before[q] for q in both]
+            if len(both) >= 10 and np.mean(diffs) < 0:
+                p = stats.ttest_rel([inside[q] for q in both], [before[q] for q in both]).pvalue
+                found.append((p, i, -j, np.mean(diffs)))
+    assert len(found) == 6  # of the 10 runs tested, those below their prefix
+    p, i, j, _ = min(found)
+    if p < 0.05 / 10:  # the largest drop of the runs beyond noise ending there
+        p, i, j, _ = min((r for r in found if r[2] == j and r[0] < 0.05 / 10),
+                         key=lambda r: (r[3], r[1]))  # fmt: skip
+    run = track["sustained"]
+    assert (run["start"], run["points"], run["tests"]) == (START + i * DAY + 10 * HOUR,
+                                                           -j - i + 1, 10)  # fmt: skip
+    # not beyond noise (no run is: day 3 alone against days 1-2 pairs only g0-g18, 6 of
+    # them missed on day 3, p 0.0099, not below 0.05/10); the worst point's test (below)
+    # finds the day
+    assert run["p_value"] == pytest.approx(p, rel=1e-9) and run["beyond_noise"] is False
+    assert p > 0.05 / 10 and stats.ttest_rel([1.0] * 13 + [0.0] * 6, [1.0] * 19).pvalue > 0.005
+    end = "the end" if -j == 4 else f"2026-12-0{-j} 11:00 UTC"  # day 0 is 11-30
     assert known_line(report, 10) == (  # then what it is not (trial 39)
-        "  production over time (1 h points of >= 10 scored, 5 drawn): worst 2026-12-02 "
+        "  production over time (1 h points of >= 10 scored, 5 drawn): sustained: from "
+        f"2026-12-0{i} 10:00 UTC to {end} ({-j - i + 1} points), hit rate within noise "
+        f"(paired t-test on per-question hit rates, {run['questions']} questions asked in it "
+        f"and before it: {run['question_hit_rate']:.3f} in it against "
+        f"{run['before_question_hit_rate']:.3f} before it: p {p:.2g} >= 0.05/10, "
+        "Bonferroni over the 10 runs of consecutive points tested against the points before "
+        "them); worst 2026-12-02 "
         "10:00 UTC + 1 h: hit rate 0.371, recall@10 0.371, MRR 0.371 (n 35) vs 0.841, "
         "0.826, 0.826 over the run: hit rate LOWER beyond noise (Welch t-test on per-question "
         "hit rates, 0.371 of 35 questions against 1.000 of 40 in the rest of the run: p "
@@ -294,3 +333,105 @@ def test_the_html_draws_the_points_and_emphasises_a_bad_day() -> None:
     agreement = "".join(agreement_over_time(report))
     assert agreement.count("<svg") == 1 and '<p class="muted">mine over time' in agreement
     assert quality_over_time(None, 10) == [] and agreement_over_time({"agreement": {}}) == []
+
+
+def _daily(days: list[list[int]]) -> TimeSeries:
+    """One 1 h point a day (10:00), gold rows ``g0``... asked once each: ``days[d][q]`` the
+    hit (0/1) of row ``q`` on day ``d``."""
+    series = TimeSeries(bucket_s=HOUR)
+    for d, hits in enumerate(days):
+        for q, hit in enumerate(hits):
+            series.add_known(START + d * DAY + 10 * HOUR + q, {"recall": hit, "hit": hit,
+                                                                "rr": hit}, f"g{q}")  # fmt: skip
+    return series
+
+
+def test_a_sustained_drop_is_found_against_the_points_before_it() -> None:
+    """Trial 41, M3: a drop lasting many points also lowers "the rest", so the worst point
+    alone read "within noise". Six days of 20 gold rows asked once a day, all hit; from day
+    4 to the end rows g0-g9 miss. By hand: the run days 4-6 against days 1-3, the 20 rows
+    asked on both sides: per-row differences 10 × -1 and 10 × 0, mean -0.5, s² = 20 · 0.25
+    / 19, t = -0.5 / √(5/19 / 20) = -√19, 19 df."""
+    days = [[1] * 20] * 3 + [[0] * 10 + [1] * 10] * 3
+    track = over_time(_daily(days).report())["known"]
+    run = track["sustained"]
+    t = -math.sqrt(19.0)
+    assert stats.ttest_rel([0.0] * 10 + [1.0] * 10, [1.0] * 20).statistic == pytest.approx(t)
+    # runs: a prefix needs 10 rows, so every run starting on days 2-6 is tested: 5+4+3+2+1
+    assert run["tests"] == 15 and run["threshold"] == pytest.approx(0.05 / 15)
+    # days 2-6 against day 1 (g0-g9 0.4 against 1) has the same t (differences in
+    # proportion): the reported run is the one of the largest drop, days 4-6
+    assert (run["start"], run["end"], run["points"]) == (
+        START + 3 * DAY + 10 * HOUR,
+        START + 5 * DAY + 11 * HOUR,
+        3,
+    )
+    assert run["to_end"] is True and run["questions"] == 20
+    assert run["question_hit_rate"] == 0.5 and run["before_question_hit_rate"] == 1.0
+    assert run["p_value"] == pytest.approx(2 * stats.t.sf(math.sqrt(19.0), 19), rel=1e-9)
+    assert run["beyond_noise"] is True
+    assert run["test"] == "paired t-test on per-question hit rates"
+    line = known_line(over_time(_daily(days).report()), 10) or ""
+    assert (
+        "sustained: from 2026-12-03 10:00 UTC to the end (3 points), hit rate LOWER beyond "
+        "noise (paired t-test on per-question hit rates, 20 questions asked in it and before "
+        f"it: 0.500 in it against 1.000 before it: p {run['p_value']:.2g} < 0.05/15, "
+        "Bonferroni over the 15 runs of consecutive points tested against the points before "
+        "them); worst "
+    ) in line
+    # the worst point against the rest: day 4 (g0-g9 0 of 1) against days 1-3, 5, 6
+    # (g0-g9 3 of 5): rows' rates 0.6 against a point's 0
+    worst = track["worst"]
+    welch = stats.ttest_ind([0.0] * 10 + [1.0] * 10, [0.6] * 10 + [1.0] * 10, equal_var=False)
+    assert worst["p_value"] == pytest.approx(welch.pvalue, rel=1e-9)
+    assert welch.pvalue > 0.05 / 6 and worst["beyond_noise"] is False  # the trial's reading
+
+
+def test_a_drop_that_ends_starts_where_it_began() -> None:
+    # days 3-4 of 7 lose g0-g9: every run from day 3 has differences 10 × -1 (or in
+    # proportion) and 10 × 0: the same t, -√19, for days 3-4 … 3-7 and for days 2-… against
+    # day 1; the largest drop, -0.5, starts on day 3. The end is the lowest p's (ties: the
+    # longest run): the paired t is blind to the dilution of the recovered days 5-7
+    # (module docstring, known limits)
+    days = [[1] * 20] * 2 + [[0] * 10 + [1] * 10] * 2 + [[1] * 20] * 3
+    run = over_time(_daily(days).report())["known"]["sustained"]
+    assert run["start"] == START + 2 * DAY + 10 * HOUR and run["beyond_noise"] is True
+    assert run["p_value"] == pytest.approx(2 * stats.t.sf(math.sqrt(19.0), 19), rel=1e-9)
+    assert (run["points"], run["to_end"]) == (5, True)
+    assert (run["question_hit_rate"], run["before_question_hit_rate"]) == (0.8, 1.0)
+    # a rise is no sustained drop: nothing below the points before it
+    rise = [[0] * 10 + [1] * 10] * 3 + [[1] * 20] * 3
+    up = over_time(_daily(rise).report())["known"]["sustained"]
+    assert up == {"found": False, "beyond_noise": False, "tests": 15,
+                  "threshold": pytest.approx(0.05 / 15)}  # fmt: skip
+    assert (
+        "sustained: no run of points below the points before it (Bonferroni over the 15 "
+        "runs" in (known_line(over_time(_daily(rise).report()), 10) or "")
+    )
+
+
+def test_a_stationary_stream_stays_quiet_and_a_planted_drop_is_found() -> None:
+    """The false-alarm rate on stationary simulations (benchmarks.over_time_alarms: 5 days,
+    ~8 scored known questions an hour over 40 Zipf-asked rows, fixed retrievers with 30 %
+    of rows flipping at random, one user's 12 repeats a day): the sustained test's family
+    level is 0.05, so 40 stationary runs should hold about 2 or fewer alarms (binomial
+    (40, 0.05): P(>= 6) < 1.5 %); the trial's 50 % hit loss from day 3 is found in each."""
+    from benchmarks.over_time_alarms import count
+
+    assert count(40, drop=False, agreement=False)["sustained"] <= 5
+    assert count(10, drop=True, agreement=False)["sustained"] >= 9
+
+
+def test_run_edges_are_capped_evenly_with_the_ends_kept() -> None:
+    """Session 41's review: the sustained scan tested every run of up to 500 points (61 s,
+    408 MB on a shadow candidate). Past MAX_RUN_EDGES tested points, runs start and end only at
+    that many evenly spaced ones: 100 points -> 64 edges, 0 and 99 kept, steps of 99/63 ~ 1.57
+    rounded, so every gap is 1 or 2 points; at or under the cap, every point."""
+    from service.quality.over_time import MAX_RUN_EDGES, _edges
+
+    assert MAX_RUN_EDGES == 64
+    few = [float(i) for i in range(64)]
+    assert _edges(few) == few
+    edges = _edges([float(i) for i in range(100)])
+    assert len(edges) == 64 and edges[0] == 0.0 and edges[-1] == 99.0
+    assert {b - a for a, b in zip(edges, edges[1:], strict=False)} == {1.0, 2.0}

@@ -74,16 +74,22 @@ def test_trial_40_reads_as_a_lower_bound_with_an_estimate_near_the_truth() -> No
     assert estimate["low"] < 1911 < estimate["high"]
     assert 1646 < estimate["low"]  # the detected count is below even the estimate's low end
     assert estimate["unmeasured_answers"] == 0 and estimate["confidence"] == 0.95
-    text = out["text"] or ""
-    assert text.startswith("a lower bound: of the refusals answer.refused flags on this "
-                           "traffic, the phrase patterns read only en 737 of 1083 (0.681 "
-                           "[0.652, 0.708]) as refusals")  # fmt: skip
-    assert (
-        "the 490 refusals they read in the 1592 answers without answer.refused are a "
-        "lower bound (those answer.refused decided are exact)"
-    ) in text
-    assert "ESTIMATE, not a count" in text and "1876 [" in text and "46.9% [" in text
-    assert text.endswith(FIX[0].upper() + FIX[1:])  # (no wordings given: none named)
+    # session 41: four short lines (a ~950-character paragraph before): headline, estimate,
+    # why, fix; the same facts
+    head, said, why, fix = out["lines"]
+    assert head == "at least 1646 of 4000 answers refused (41.1%, a lower bound)"
+    assert said.startswith("ESTIMATE, not a count: 1876 [")  # 1,876.04
+    assert "of 4000 answers refused (46.9% [" in said and "95 % jointly" in said
+    assert said.endswith(", if the phrase patterns miss unflagged refusals as often as flagged "
+                         "ones (Rogan–Gladen, Bonferroni-adjusted Wilson intervals)")  # fmt: skip
+    assert why == ("why: the phrase patterns read only 737 of the 1083 refusals answer.refused "
+                   "flags in en (recall 0.681 [0.652, 0.708]): Wilson 95 %, its upper bound "
+                   "below 0.95; so the 490 refusals they read in the 1592 answers without "
+                   "answer.refused are a lower bound (answer.refused's own are exact)")  # fmt: skip
+    assert fix == f"fix: {FIX}"  # (no wordings given: none named)
+    assert max(map(len, out["lines"])) < 300
+    assert out["text"] == (f"At least 1646 of 4000 answers refused (41.1%, a lower bound). "
+                           f"{said}. W{why[1:]}. F{fix[1:]}.")  # fmt: skip
 
 
 def test_the_level_needs_the_whole_interval_below_it_and_enough_flagged_refusals() -> None:
@@ -110,7 +116,9 @@ def test_totals_kept_before_the_per_language_counts_give_no_estimate() -> None:
     before session 40 counted them): the lower bound stands, no estimate, and it says why."""
     out = text_recall(TRIAL, {"en": (92, 30)}, 1592, 4000, 1646)
     assert out is not None and out["lower_bound"] and out["estimate"] is None
-    assert "no estimate: the totals were kept before" in (out["text"] or "")
+    assert "No estimate: the totals were kept before" in (out["text"] or "")
+    assert out["lines"][1] == ("no estimate: the totals were kept before the answers the text "
+                               "reader decided were counted per language")  # fmt: skip
 
 
 def test_totals_kept_before_the_per_language_counts_say_every_refusal_read() -> None:
@@ -138,9 +146,12 @@ def test_a_measured_language_with_no_estimate_is_not_called_unmeasured() -> None
     assert estimate["unmeasured_answers"] == 50
     text = out["text"] or ""
     assert "no measured recall" not in text
-    assert ("the 50 answers without answer.refused where no estimate can be made (in de the "
-            "recall's lower bound does not clear the false-positive rate's upper bound) are "
-            "counted as read") in text  # fmt: skip
+    assert out["lines"][1].endswith(
+        "; 50 answers without answer.refused counted as read (in de the recall's lower bound "
+        "does not clear the false-positive rate's upper bound)")  # fmt: skip
+    assert ("read only 737 of the 1083 refusals answer.refused flags in en (recall 0.681 "
+            "[0.652, 0.708]), 50 of the 100 in de (recall 0.500 [0.404, 0.596]): Wilson 95 %, "
+            "each upper bound below 0.95") in out["lines"][2]  # fmt: skip
     only_refused = flag_agreement_rows({"en": (1083, 1083, 737, 737)})
     out = text_recall(only_refused, {"en": (1592, 490)}, 1592, 4000, 1646)
     assert out is not None and out["estimate"] is None
@@ -158,10 +169,9 @@ def test_a_language_without_a_measured_recall_is_counted_as_read() -> None:
     estimate = out["estimate"] or {}
     assert estimate["refused"] == pytest.approx(1666 - 490 + 490 * 1083 / 737)
     assert estimate["unmeasured_answers"] == 100
-    assert (
-        "the 100 answers without answer.refused in languages with no measured recall are "
-        "counted as read"
-    ) in (out["text"] or "")
+    assert out["lines"][1].endswith(
+        "; 100 answers without answer.refused in languages with no measured recall counted "
+        "as read")  # fmt: skip
 
 
 def test_the_method_sentence_states_the_measurement_never_not_measured_beside_it() -> None:
@@ -248,31 +258,44 @@ def test_a_replay_whose_patterns_miss_half_the_flagged_refusals_says_at_least(
     assert recall["estimate"]["refused"] == pytest.approx(40.0)
     assert recall["estimate"]["rate"] == pytest.approx(0.5)
     lines = render_text(doc).splitlines()
-    head = next(line for line in lines if line.startswith("refusals: "))
-    assert head.startswith("refusals: at least 30/80 (37.5%, a lower bound; answer.refused "
-                           "decided 40 answers (20 refused), phrase patterns 40 (10 refused) "
-                           "(phrase patterns measured against answer.refused on this traffic "
-                           "(against_flag): en recall 10/20 0.500 [0.299, 0.701]")  # fmt: skip
-    why = lines[lines.index(head) + 1]
-    assert why == f"  {recall['text']}"
-    assert "en 20 [" in why and "so 40 [" in why and "(50.0% [" in why
+    at = lines.index("refusals: at least 30 of 80 answers refused (37.5%, a lower bound)")
+    # session 41: headline, then the estimate, why and the fix on short lines of their own
+    # (a ~950-character paragraph before), then how the refusals were counted
+    said, why, fix, counted = lines[at + 1 : at + 5]
+    assert said == ("  ESTIMATE, not a count: 40 [20, 60] of 80 answers refused (50.0% [25.0%, "
+                    "75.0%], 95 % jointly), if the phrase patterns miss unflagged refusals as "
+                    "often as flagged ones (Rogan–Gladen, Bonferroni-adjusted Wilson "
+                    "intervals)")  # fmt: skip
+    assert why == ("  why: the phrase patterns read only 10 of the 20 refusals answer.refused "
+                   "flags in en (recall 0.500 [0.299, 0.701]): Wilson 95 %, its upper bound "
+                   "below 0.95; so the 10 refusals they read in the 40 answers without "
+                   "answer.refused are a lower bound (answer.refused's own are exact)")  # fmt: skip
     # the app's wording the patterns lack, seen 10 times among the flagged refusals: named
     assert recall["missed"] == [{"text": "The articles do not cover this.", "seen": 10}]
-    assert why.endswith('the flagged refusals the phrase patterns missed most often read "The '
-                        'articles do not cover this." (10 times)')  # fmt: skip
+    assert fix == (f"  fix: {FIX}; missed most often: \"The articles do not cover this.\" (10 "
+                   "times)")  # fmt: skip
+    assert counted.startswith("  counted: answer.refused decided 40 answers (20 refused), phrase "
+                              "patterns 40 (10 refused) (phrase patterns measured against "
+                              "answer.refused on this traffic (against_flag): en recall 10/20 "
+                              "0.500 [0.299, 0.701]")  # fmt: skip
+    assert all(len(line) < 300 for line in lines[at : at + 4])
     page = render_replay_html(doc)
     assert "Refused answers (a lower bound): " in page
-    assert html.escape(recall["text"][1:]) in page
+    assert ('<p class="warn">At least 30 of 80 answers refused (37.5%, a lower bound).<br>'
+            "ESTIMATE, not a count: 40 [20, 60] of 80") in page  # fmt: skip
+    assert (f"<br>{html.escape(why.strip().capitalize()[:40])}") in page
+    assert f"<br>{html.escape('F' + fix.strip()[1:])}.</p>" in page
     assert "refused, ESTIMATED (not a count; 95 % jointly)" in page
-    moved = html.unescape(str(moved_section(doc["analytics"])))  # the status page's row
-    assert "at least 37.5% of 80 answers refused (a lower bound: " in moved
-    # review of session 40: the row gave the whole sentence beside the method (~2,900
-    # characters on trial 40); it gives the short form and links to the section with it
-    assert recall["text"] not in moved
-    assert ('(a lower bound: the text reader read only 50% of the refusals answer.refused flags in '
-            'en; ESTIMATE, not a count: 50.0% [') in moved  # fmt: skip
-    assert ('to count them, set answer.refused on every refusal or add "The articles do not '
-            'cover this." to analytics.refusal_patterns); ') in moved  # fmt: skip
+    moved = str(moved_section(doc["analytics"]))  # the status page's row
+    row = moved[moved.index("at least 30 of 80") :]
+    row = html.unescape(row[: row.index("</td>")])
+    # review of session 40 and session 41: the row gave the whole sentence beside the method
+    # (~2,900 characters on trial 40, then ~2,200 with a brief): now the same four lines
+    assert row.split("<br>") == [
+        "at least 30 of 80 answers refused (37.5%, a lower bound); refusal drift: "
+        "insufficient_data",
+        said.strip(), why.strip(), fix.strip()]  # fmt: skip
+    assert "answer.refused decided 40 answers" not in row  # the method: in the section
 
 
 def test_a_replay_whose_patterns_read_every_flagged_refusal_is_unchanged(tmp_path: Path) -> None:

@@ -809,6 +809,23 @@ language's recall has its upper bound below 0.95; no estimate, no missed wording
 text). The refusal counts
 and every other field are unchanged. The production-shaped and 20k logs set no
 ``answer.refused``: nothing measured, their files unchanged.
+The demo's rewritten in the forty-first session (s41-words) for one added key, nothing else
+(field-for-field diff against the former file): ``analytics.refusals.text_recall.lines``
+(``[]``: no lower bound; with one, the four short lines the reports and the status page
+give). The production-shaped and 20k files unchanged (no ``text_recall``).
+All three rewritten in the forty-first session (s41-overtime; trial 41 MEDIUM 3) for added
+keys only (field-for-field diff against the former files; every other field unchanged):
+``analytics.series.over_time.known.sustained`` and ``...agreement.<candidate>.sustained``
+(the run of consecutive points against the points before it): demo ``known`` null (no 1 h
+point holds 10 scored known questions), ``hybrid`` found 11-16 15:00 → 11-17 07:00 UTC
+(10 points, 121 questions paired, mean RBO 0.765 against 0.773), p 0.0018 >= 0.05/1473:
+within noise (the demo plants no retrieval change); production ``known`` null (no point
+tested); 20k ``known`` ``found`` false over 3 runs tested (none below its prefix). The demo's
+refusal alarm (baseline, 2026-11-18 08:00 UTC, 4.2 % → 13.8 % over its 4 h window) gains
+``recent_s`` 7200, ``window_s`` 14400, ``n_recent`` 127, ``rate_recent`` 0.213: the newest
+2 h of the window. By the demo log's truth (``generate_with_meta``): refusal phase C starts
+06:32:50, the 2 h before the alarm hold 27 refusals of 127 answers (0.213), phase C as a
+whole 185 of 750 (0.247).
 """
 
 from __future__ import annotations

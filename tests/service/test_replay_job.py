@@ -617,7 +617,15 @@ def test_the_text_report_lists_the_coverage_gaps(small: dict[str, Any]) -> None:
     rule = "live share ≥ 2 × gold share, its 95 % lower bound ≥ gold share + 2 points"
     expected = (f"  coverage gaps vs gold ({rule}): language de 11.1% live / 0.0% gold, "
                 "es 10.1% live / 0.0% gold; topic none")  # fmt: skip
-    assert expected in render_text(doc).splitlines()
+    lines = render_text(doc).splitlines()
+    assert expected in lines
+    # session 41: what the gaps count, unlike the document shares, is said under them
+    assert lines[lines.index(expected) + 1] == (
+        "    (questions judged out of scope count in the language and topic gaps (their "
+        "language and topic are their own: gold rows there, unanswerable ones among them, "
+        "measure the scope detector and the refusals on them) but in no document share (their "
+        "document, production's first passage, does not cover them))"
+    )
     doc["analytics"]["topic_labels"] = {"topic-1": "topic-1: warsaw"}
     drift["topic"]["coverage_gaps"] = [
         {"category": "topic-1", "live_share": 0.6, "gold_share": 0.25}

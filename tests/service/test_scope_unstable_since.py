@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from service.drift.stage import UNITS, DriftStage
@@ -231,3 +232,30 @@ def test_no_batch_under_the_range_is_said_not_drawn_as_a_zero_share() -> None:
         {**moved, "scored": 10, "out_of_scope": 2, "since": "2026-12-03T01:00:00",
          "stable_share": 0.2}), None))  # fmt: skip
     assert "under this range" not in counted
+
+
+def test_no_answers_yet_is_said_not_drawn_as_a_zero_bar(tmp_path: Path) -> None:
+    """Session 41: a service on an empty log (no answer, no question scored: every rate
+    ``None``) drew the refusal chart's axes with an invisible 0 bar and an "all events"
+    legend. The status page says there is no chart yet and why, and the row says why it has
+    no value; with some questions scored and no answer yet, the chart has the out-of-scope
+    bar and the words "no answers yet" in place of the refusal bar."""
+    from service.html import render_status_page
+    from service.jobs.replay import run_replay
+    from service.settings import load_settings
+    from tests.acceptance.test_html_chromium import STATUS
+
+    (tmp_path / "log.jsonl").write_text("", encoding="utf-8")
+    doc = run_replay(load_settings(), tmp_path / "log.jsonl", None, tmp_path / "dlq.jsonl")
+    assert doc["analytics"]["refusals"]["rate"] is None
+    page = render_status_page(STATUS, doc["analytics"])
+    section = page[page.index('<section id="refusals">') :]
+    section = section[: section.index("</section>")]
+    assert "<figure>" not in section and "<svg" not in section  # no axes, no 0 bar
+    assert '<p class="muted">No chart yet: no answers yet.</p>' in section
+    assert "<td>– (no answers yet)</td>" in section
+    some = _analytics(None)
+    some["refusals"] = {"answers": 0, "refused": 0, "rate": None, "method": "no answers yet"}
+    html = str(refusals_section(some, None))
+    assert "<svg" in html and ">no answers yet</text>" in html  # the note in place of a bar
+    assert "20.0%" in html  # the out-of-scope share is drawn and listed

@@ -94,8 +94,13 @@ def test_topic_help_text_lists_the_labels_in_natural_order() -> None:
         },  # fmt: skip
     )
     (family,) = [m for m in registry.collect() if m.name == "goldwatch_questions_by_topic"]
+    # session 41: the help says what the topics are while novelty is untrusted
     assert family.documentation == (
-        "Questions by topic. Topics: topic-2: fee; topic-10: bus, route."
+        "Questions by topic. While the novelty detector is untrusted (goldwatch_detector_trusted"
+        '{detector="novelty"} 0), a question on a topic the gold set lacks is novel only as '
+        "often as the detector's TPR and is otherwise counted under its NEAREST gold topic: "
+        "the topics are then each question's nearest gold topic, not facts. Topics: topic-2: "
+        "fee; topic-10: bus, route."
     )
 
 

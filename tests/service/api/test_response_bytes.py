@@ -105,12 +105,15 @@ def test_shadow_reports_keep_their_bytes(shadow: ShadowStage) -> None:
     report = shadow.report()  # live (not a replay): latency and runner gauges included
     assert {"latency_seconds", "runner"} <= set(report["candidates"]["rot"])
     gold = {"enabled": True, "running": False, "runs": 0, "last_error": None, "latest": None}
-    runtime = SimpleNamespace(shadow_report=lambda: report, gold_run_status=lambda: gold)
+    runtime = SimpleNamespace(shadow_report=lambda: report, gold_run_status=lambda: gold,
+                              topics_nearest=lambda: None)  # fmt: skip
     client = _app(runtime)
     served = client.get("/v1/shadow")
     summaries = {name: {k: v for k, v in body.items() if k != "disagreements"}
                  for name, body in report["candidates"].items()}  # fmt: skip
-    assert served.content == before({**report, "candidates": summaries, "gold": gold})
+    # session 41: topics_are added (None: the topics are the model's, novel included)
+    assert served.content == before({**report, "candidates": summaries, "gold": gold,
+                                     "topics_are": None})  # fmt: skip
     # every kept event (distinct=false) as before; by question (the default) adds repeats
     rows = client.get("/v1/shadow/disagreements", params={"limit": 2, "distinct": "false"})
     lowest = {name: body["disagreements"][:2] for name, body in report["candidates"].items()}

@@ -82,6 +82,7 @@ def test_agreement_with_production_on_live_events(server: Server) -> None:
     assert agreement["jaccard"] == pytest.approx(2 / 4)  # {p1,p3} / {p1,p2,p3,p9}
     assert agreement["top1"] == 1.0 and agreement["citation_recall"] == 1.0
     assert "disagreements" not in mirror and body["rbo_p"] == 0.9
+    assert body["topics_are"] is None  # analytics off: no topics, nothing to say of them
     metrics = httpx.get(server.base + "/metrics").text
     assert 'goldwatch_shadow_offers_total{outcome="queued",retriever="mirror"} 4.0' in metrics
     assert 'goldwatch_shadow_agreement_count{measure="overlap",retriever="mirror"} 4.0' in metrics
@@ -123,3 +124,23 @@ def test_without_candidates_the_shadow_report_is_404(tmp_path: Path) -> None:
         evaluate = httpx.post(running.base + "/v1/shadow/evaluate",
                               headers={"authorization": f"Bearer {TOKEN}"})  # fmt: skip
         assert evaluate.status_code == 404
+
+
+def test_by_topic_says_the_topics_are_nearest_while_novelty_is_untrusted(
+    server: Server,
+) -> None:
+    """Session 41: ``by_topic`` holds each question's nearest gold topic while the novelty
+    detector is untrusted; ``/v1/shadow`` says so (``topics_are``) as ``/v1/drift`` does.
+    The analytics are given trial 40's novelty quality (TPR 5 of 30, FPR 2 of 30: 0.477 at
+    the Wilson bound, under 0.68; hand-worked in tests/service/topics/test_novelty_gate.py)."""
+    from tests.service.topics.test_novelty_gate import _novelty
+
+    analytics = server.runtime.live.analytics
+    analytics.detector_quality = {"novelty": _novelty(5, 2)}
+    analytics.min_balanced_accuracy, analytics.novelty_off = 0.68, None
+    body = httpx.get(server.base + "/v1/shadow").json()
+    assert body["topics_are"].startswith(
+        "each question's nearest gold topic, questions on topics outside the gold set included "
+        "(the novelty detector that would read those as novel is uncalibrated: novelty "
+        "balanced accuracy 0.550"
+    )

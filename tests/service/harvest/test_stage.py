@@ -4,6 +4,7 @@ idempotency across redelivery, restart and replicas, flushing, eviction."""
 from __future__ import annotations
 
 import gc
+import html
 import json
 import math
 from dataclasses import replace
@@ -14,6 +15,7 @@ import pytest
 from service.harvest.config import HarvestConfig
 from service.harvest.stage import HarvestStage
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
+from service.html.extras import candidates_section
 from service.pipeline import Pipeline
 from service.records import GoldQuestion
 from service.shadow.agreement import compare
@@ -761,8 +763,18 @@ def test_suggestions_in_coverage_gaps_are_grouped_by_their_gap_with_each_gaps_be
     summary = {"n_suggestions": 7, "by_reason": {"refused": 7}, "top": [],
                "in_gaps": all_groups, "n_gaps": 3}  # fmt: skip
     seen = "  in the coverage gaps of the recent events (harvest.gap_window): "
-    assert harvest_lines(summary)[1] == seen + "language de 4, language es 1, topic fees 1"  # type: ignore[arg-type]
+    # session 41: the gaps count the questions judged out of scope, not the document shares
+    scope = ("; questions judged out of scope count in the language and topic gaps (their "
+             "language and topic are their own: gold rows there, unanswerable ones among them, "
+             "measure the scope detector and the refusals on them) but in no document share "
+             "(their document, production's first passage, does not cover them)")  # fmt: skip
+    assert harvest_lines(summary)[1] == seen + "language de 4, language es 1, topic fees 1" + scope  # type: ignore[arg-type]
     summary["in_gaps"], summary["n_gaps"] = groups, n_gaps
-    assert harvest_lines(summary)[1] == seen + "language de 4, language es 1 (and 1 smaller gaps)"  # type: ignore[arg-type]
+    assert harvest_lines(summary)[1] == (
+        seen + "language de 4, language es 1 (and 1 smaller gaps)" + scope
+    )  # type: ignore[arg-type]
+    summary["top"] = [{"id": "c-1", "question": "Wann ist die Gebühr fällig?"}]
+    page = str(candidates_section(summary))  # the HTML reports and the status page say it too
+    assert f"{html.escape(scope[2:])}).</p>" in page
     stage._novel_uncalibrated = False  # a calibrated novel topic is a gap like any other
     assert stage.best_records_in_gaps(top=1, groups=10)[1] == 3  # no suggestion is novel

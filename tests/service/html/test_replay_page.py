@@ -87,7 +87,9 @@ def test_shadow_and_suggestions(page: str) -> None:
             "<td>0.500 (n 4, few)</td><td>0.750 (n 4, few)</td></tr>") in page  # fmt: skip
     assert ("<tr><td>en</td><td>5</td><td>0.900 (n 5, few)</td><td>–</td><td>– (n 5, few)</td>"
             "<td>1.000 (n 5, few)</td></tr>") in page  # fmt: skip
-    assert '<td class="text">p-1, p-2</td><td class="text">p-5, p-1</td>' in page
+    assert ('<td class="text"><span class="id">p-1</span>, <span class="id">p-2</span></td>'
+            '<td class="text"><span class="id">p-5</span>, <span class="id">p-1</span></td>'
+            ) in page  # fmt: skip
     assert (
         "<th>id</th><th>question</th><th>count</th><th>language (guess)</th><th>topic (guess)</th>"
     ) in page
@@ -216,7 +218,9 @@ def test_suggestions_in_coverage_gaps_get_their_own_table() -> None:
     page = render_replay_html(report)
     section = page[page.index('<section id="gold-candidates">') :]
     section = section[: section.index("</section>")]
-    assert "the 2 largest of 3 gaps." in section
+    # session 41: the gaps count the questions judged out of scope (the document shares not)
+    assert "; the 2 largest of 3 gaps (questions judged out of scope count in the language" in (
+        section)  # fmt: skip
     assert (
         '<td>language de</td><td>0.250</td><td>4</td><td class="text">c-1 Wann '
         "&lt;b&gt;ist&lt;/b&gt; die Prüfung?<br>c-2 Gebühren?</td>"
@@ -317,3 +321,38 @@ def test_shadow_by_label_draws_no_bar_under_min_n_and_names_topics(
     assert "<tr><td>topic-1: warsaw</td><td>12</td>" in html
     assert "<td>topic-1: warsaw</td>" in html.split("Largest disagreements")[1]
     assert "<td>topic-1</td>" not in html
+    assert "NEAREST" not in html and "nearest" not in html  # novelty trusted: facts
+
+
+def test_shadow_by_topic_says_nearest_gold_topic_while_novelty_is_untrusted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Session 41: with the novelty detector untrusted (the topic drift's ``categories_are``
+    set) the topics are each question's nearest gold topic; the topic section said so, the
+    shadow RBO-by-topic chart, table and the disagreements' topic column did not. The replay
+    page and the status page pass ``categories_are`` down."""
+    from service.html import extras, render_replay_html, render_status_page
+    from tests.acceptance.test_html_chromium import STATUS
+
+    drawn: list[str] = []
+
+    def capture(labels: list[str], series: dict[str, list[float]], **kw: object) -> str:
+        drawn.append(str(kw["title"]))
+        return "<svg></svg>"
+
+    monkeypatch.setattr(extras.plots, "grouped_bars", capture)
+    report = samples.replay_report()
+    cell = report["shadow"]["candidates"]["bm25-v2"]
+    cell["by_topic"] = {"topic-1": {"n": 12, "rbo": 0.7, "counts": {"rbo": 12}}}
+    why = "each question's nearest gold topic (the novelty detector is uncalibrated: x)"
+    report["analytics"]["drift"]["topic"]["categories_are"] = why
+    for page in (render_replay_html(report),
+                 render_status_page(STATUS, report["analytics"], extras=report)):  # fmt: skip
+        shadow = page[page.index('id="shadow"') :]
+        shadow = shadow[: shadow.index("</section>")]
+        assert "<h3>By topic (NEAREST gold topic)</h3>" in shadow
+        assert (f'<p class="warn">These topics are by NEAREST gold topic, '
+                f"not facts: {why.replace(chr(39), '&#x27;')}.</p>") in shadow  # fmt: skip
+        assert "<th>topic (NEAREST gold topic)</th>" in shadow
+        assert "<th>topic (nearest gold topic)</th>" in shadow  # the disagreements' column
+    assert drawn.count("RBO with production by topic (NEAREST gold topic)") == 2

@@ -531,3 +531,54 @@ def test_no_cpu_budget_means_no_throttling() -> None:
         outcomes = _offer_for(r, 0.6)
         assert outcomes["cpu_budget"] == 0 and outcomes["queued"] == sum(outcomes.values())
         assert r.stats()["cand"]["cpu_throttled"] is False
+
+
+def test_settle_lifts_the_budget_until_the_queue_drains_then_puts_it_back(
+    fake_time: FakeTime,
+) -> None:
+    # The end of a finite input (trial 41 L5): calls the budget holds back run once the
+    # runner settles; afterwards the budget is in force again (HTTP ingest may go on).
+    # A call burns 1/16 CPU-s against 0.02 core-s/s; time moves only when the test moves it,
+    # so the settle's 60 s never pass: it returns only once the runner is idle.
+    burner = GatedBurner(fake_time, 0.0625)
+    with runner_for(burner, max_cpu_share=0.02, max_concurrency=1, timeout_s=300,
+                    queue_size=8) as runner:  # fmt: skip
+        assert wait_for(lambda: fake_time.watchdog_reads >= 1)
+        assert [runner.offer(make_event(i), {})["cand"] for i in range(4)] == ["queued"] * 4
+        burner.tokens.release()
+        assert wait_for(lambda: runner.cpu_throttled)
+        for _ in range(3):
+            burner.tokens.release()  # tokens for the other three calls, but...
+        reads = fake_time.watchdog_reads
+        assert wait_for(lambda: fake_time.watchdog_reads >= reads + 3)
+        started = burner.started
+        assert wait_for(lambda: runner.cpu_s == 0.0625 * started)
+        assert started in (1, 2), started  # ...none starts while over the budget
+        assert runner.busy_calls() == 4 - started
+        assert runner.wait_idle(0.0) is False
+        settled: list[bool] = []
+        thread = threading.Thread(target=lambda: settled.append(runner.settle(60.0)))
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "the settle never saw the queue drain"
+        assert settled == [True] and burner.started == 4 and runner.busy_calls() == 0
+        assert sorted(r.event_id for r in collect(runner, 4)) == [f"e-{i}" for i in range(4)]
+        # the budget is back: the next call's CPU throttles again
+        assert not runner.cpu_throttled
+        assert runner.offer(make_event(4), {})["cand"] == "queued"
+        burner.tokens.release()
+        assert wait_for(lambda: runner.cpu_throttled)
+
+
+def test_settle_gives_up_at_its_timeout_and_leaves_the_calls_queued(hanging: Hanging) -> None:
+    # A hung candidate: the settle returns False after its timeout; nothing is given up.
+    with runner_for(hanging, max_concurrency=1, timeout_s=300) as runner:
+        assert runner.offer(make_event(0), {})["cand"] == "queued"
+        assert runner.offer(make_event(1), {})["cand"] == "queued"
+        assert runner.settle(0.2) is False
+        assert runner.busy_calls() == 2  # one running, one queued
+        stop = threading.Event()
+        stop.set()
+        assert runner.settle(60.0, stop) is False  # a stop ends it at once
+        hanging.release.set()
+        assert runner.settle(60.0) is True and runner.busy_calls() == 0
