@@ -69,12 +69,16 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   came (the traffic went on in the old time): a real jump (traffic resumed after a pause,
   a backlog) is confirmed by ``ahead_confirm`` events in a row and released, nothing late
   and nothing lost; a lone outlier stays held, counted under ``ahead``, and is forgotten
-  once the watermark passes it (never added, never late). Freshness: after a pause over
-  that limit the watermark waits for ``ahead_confirm`` − 1 more events (sparse traffic's
-  largest recent pause is long, so it seldom holds; a pause longer than ``max_ahead_s``
-  waited so before). The history is the watermark after each in-time event (snapshots keep
-  it; one written before session 41 has none, and the rule waits for :data:`GAP_EVENTS`
-  events after the restore).
+  once the watermark passes it (never added, never late). One the watermark passes (an
+  in-time event or a confirmed jump beyond it) before ``ahead_confirm`` in-time events came
+  after it was not refuted: it is released then, into the bucket of its own time, as it was
+  accepted without the rule (a quiet team's last events of an evening, held over a night
+  longer than ``max_ahead_s``, passed by the morning's confirmed jump; session 42).
+  Freshness: after a pause over that limit the watermark waits for ``ahead_confirm`` − 1
+  more events (sparse traffic's largest recent pause is long, so it seldom holds; a pause
+  longer than ``max_ahead_s`` waited so before). The history is the watermark after each
+  in-time event (snapshots keep it; one written before session 41 has none, and the rule
+  waits for :data:`GAP_EVENTS` events after the restore).
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -171,6 +175,7 @@ def running_watermark(
     ahead_confirm: int = 1,
     held: Sequence[float] = (),
     held_since: Sequence[int] = (),
+    held_gap: Sequence[bool] = (),
     recent: Sequence[float] = (),
     gap_factor: float = 0.0,
     min_jump_s: float = 0.0,
@@ -197,7 +202,15 @@ def running_watermark(
     :func:`gap_limit`). Such an event (not more than ``max_ahead_s`` ahead) confirms a jump
     with the held events within ``max_ahead_s`` of it that fewer than ``ahead_confirm`` in-time
     events came after (those that more came after were lone: the traffic went on in the old
-    time), under :func:`_confirms`; a lone one stays held, counted ``ahead``.
+    time), under :func:`_confirms`; a lone one stays held, counted ``ahead``. An event held
+    by the gap rule alone (within ``max_ahead_s`` of the watermark when it came;
+    ``held_gap``: whether each of ``held`` was, missing: ``False``) is released as soon as
+    the watermark passes it (an in-time event or a confirmed jump beyond it) if fewer than
+    ``ahead_confirm`` in-time events came after it before the one that passed it: the rule
+    only delayed it (a quiet evening's last events held over the night, passed by the
+    morning's jump); it is added as it was without the rule, in its own bucket, neither late
+    nor ahead. One after which more came is a refuted lone outlier and stays ``ahead``; one
+    held beyond ``max_ahead_s`` is forgotten when passed, as before the rule.
     ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
     jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
     likewise of the events still held after the batch, oldest first.
@@ -223,6 +236,22 @@ def running_watermark(
     came += [0] * len(timestamps)
     seen, mark = 0, start  # seen: this batch's in-time events so far
     rec = list(recent[-GAP_EVENTS:]) if gaps else []  # watermarks after in-time events
+    # held by the gap rule alone (within max_ahead_s when they came): released when passed
+    gap = [bool(held_gap[k]) if k < len(held_gap) else False for k in range(len(held))]
+    gap += [False] * len(timestamps)
+    low = min((items[k] for k in pending if gap[k]), default=math.inf)  # the least of them
+
+    def passed() -> float:
+        """Release the gap-held events the watermark has passed that fewer than
+        ``ahead_confirm`` in-time events came after; return the least gap-held left."""
+        nonlocal pending
+        out = [k for k in pending
+               if gap[k] and items[k] < mark and seen - came[k] < ahead_confirm]  # fmt: skip
+        if out:
+            released.extend(out)
+            pending = [k for k in pending if k not in out]
+        return min((items[k] for k in pending if gap[k] and items[k] >= mark), default=math.inf)
+
     for i, t in enumerate(map(float, timestamps)):
         limit = max_ahead_s
         if gaps and not future[i] and t > mark + min_jump_s and len(rec) >= GAP_EVENTS:
@@ -241,16 +270,22 @@ def running_watermark(
                 released += near
                 pending = [k for k in pending if k not in near]
                 mark = max([t, *(items[k] for k in near)])
+                if mark > low:  # (before this event counts: it did not refute them)
+                    low = passed()
                 seen += 1
                 rec.append(mark)
             else:
                 ahead[i], came[len(held) + i] = True, seen
+                gap[len(held) + i] = t <= mark + max_ahead_s
                 # those the watermark has passed first (see below): else they would take
                 # places from one still held, unlike the same events in other batches
                 kept = [k for k in pending if items[k] >= mark]
                 pending = [*kept, len(held) + i][-MAX_HELD:]
+                low = min((items[k] for k in pending if gap[k]), default=math.inf)
         elif not future[i]:
             mark = max(mark, t)
+            if mark > low:  # (before this event counts: it did not refute them)
+                low = passed()
             seen += 1
             rec.append(mark)
             if len(rec) > 4 * GAP_EVENTS:
@@ -419,6 +454,9 @@ class CategoryWindow:
         #: for each held event, the in-time events (neither held when they came nor future)
         #: that arrived after it: a jump is confirmed only when the traffic really moved
         self._since: list[int] = []
+        #: for each held event, whether the gap rule alone held it (it came within
+        #: max_ahead_s of the watermark): released when the watermark passes it, if unrefuted
+        self._gap: list[bool] = []
         #: the watermark after each of the last GAP_EVENTS in-time events (the gap rule's)
         self._recent: list[float] = []
         #: running sums of the spans :meth:`counts` read, kept up to date as events are added
@@ -460,6 +498,14 @@ class CategoryWindow:
         future) arrived after it (what :func:`running_watermark` weighs a jump against)."""
         return list(self._since)
 
+    @property
+    def held_gap(self) -> list[bool]:
+        """For each of :attr:`held`, whether the gap rule alone held it (it came within
+        ``max_ahead_s`` of the watermark): such an event is added when the watermark passes
+        it, unless ``ahead_confirm`` in-time events came after it first (see
+        :func:`running_watermark`)."""
+        return list(self._gap)
+
     def _code(self, category: str) -> int:
         code = self._codes.get(category)
         if code is None:
@@ -481,7 +527,8 @@ class CategoryWindow:
         return running_watermark(
             timestamps, self.watermark, now, self.future_tolerance_s,
             max_ahead_s=self.max_ahead_s, ahead_confirm=self.ahead_confirm,
-            held=[t for t, _ in self._held], held_since=self._since, recent=self._recent,
+            held=[t for t, _ in self._held], held_since=self._since, held_gap=self._gap,
+            recent=self._recent,
             gap_factor=self.ahead_gap_factor, min_jump_s=self.allowed_lateness_s,
         )  # fmt: skip
 
@@ -577,8 +624,12 @@ class CategoryWindow:
             after = np.cumsum((~future & ~arrived_ahead)[::-1])[::-1].tolist() + [0]
             self._since = [self._since[k] + after[0] if k < len(held_ts)
                            else after[k - len(held_ts) + 1] for k in pending]  # fmt: skip
+            # held by the gap rule alone: within max_ahead_s of the watermark when it came
+            self._gap = [self._gap[k] if k < len(held_ts)
+                         else bool(items[k][0] <= before[k - len(held_ts)] + self.max_ahead_s)
+                         for k in pending]  # fmt: skip
         else:
-            self._held, self._since = [], []
+            self._held, self._since, self._gap = [], [], []
         self.last_ok, self.last_released = ok, back
         self.last_too_old_mask = too_old_mask if too_old_mask is not None else _NO_MASK
         if ok.any() or back:
@@ -612,11 +663,11 @@ class CategoryWindow:
     def release_held(self) -> WindowUpdate:
         """The input ended (a replay's end): add the events the gap rule holds that no later
         event refuted, as if they had confirmed their jump; return what changed (``accepted``
-        added, ``ahead`` negative). Released: each held event within ``max_ahead_s`` of the
-        watermark (a skew under ``max_ahead_s``, held by the gap rule alone) after which
-        fewer than ``ahead_confirm`` in-time events came (a lone outlier, refuted by the
-        traffic that went on, stays held and counted ``ahead``). Those more than
-        ``max_ahead_s`` ahead, or held with no watermark yet, stay held as before session 41.
+        added, ``ahead`` negative). Released: each event held by the gap rule alone (it came
+        within ``max_ahead_s`` of the watermark: :attr:`held_gap`) after which fewer than
+        ``ahead_confirm`` in-time events came (a lone outlier, refuted by the traffic that
+        went on, stays held and counted ``ahead``). Those that came more than ``max_ahead_s``
+        ahead, or with no watermark yet, stay held as before session 41.
 
         Without it, a log that ends fewer than ``ahead_confirm`` events after a pause longer
         than the gap limit left those events held (100 events 60 s apart, a 1 h pause, 3 more:
@@ -628,13 +679,14 @@ class CategoryWindow:
         if self.watermark is None or not self._held:
             return empty
         mark = self.watermark
-        out = [k for k, (t, _) in enumerate(self._held)
-               if t <= mark + self.max_ahead_s and self._since[k] < self.ahead_confirm]  # fmt: skip
+        out = [k for k in range(len(self._held))
+               if self._gap[k] and self._since[k] < self.ahead_confirm]  # fmt: skip
         if not out:
             return empty
         back = [self._held[k] for k in out]
         self._held = [h for k, h in enumerate(self._held) if k not in out]
         self._since = [n for k, n in enumerate(self._since) if k not in out]
+        self._gap = [g for k, g in enumerate(self._gap) if k not in out]
         stamps = np.array([t for t, _ in back], dtype=np.float64)
         kept = [c for _, c in back]
         self.watermark = max(mark, float(stamps.max()))
@@ -895,6 +947,8 @@ class CategoryWindow:
             "held": [[t, c] for t, c in self._held],
             # (a key of its own: code before session 32 restores this snapshot too)
             "held_since": list(self._since),
+            # (session 42; none before: those held count as held beyond max_ahead_s)
+            "held_gap": list(self._gap),
             # (the gap rule's; a snapshot before session 41 has none: the rule waits for
             # GAP_EVENTS in-time events after the restore)
             "recent_marks": list(self._recent),
@@ -931,6 +985,9 @@ class CategoryWindow:
             since = [int(n) for n in state.get("held_since", ())]
             since = since[max(0, len(since) - len(self._held)) :]
             self._since = [0] * (len(self._held) - len(since)) + since
+            gap = [bool(g) for g in state.get("held_gap", ())]  # (older: beyond max_ahead_s)
+            gap = gap[max(0, len(gap) - len(self._held)) :]
+            self._gap = [False] * (len(self._held) - len(gap)) + gap
             self._recent = [float(m) for m in state.get("recent_marks", ())][-GAP_EVENTS:]
             streams = list(state.get("streams", {}).items())[-MAX_STREAMS:]  # (older: none)
             self._streams = {str(name): float(mark) for name, mark in streams}

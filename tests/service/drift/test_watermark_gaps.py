@@ -13,11 +13,19 @@ Every expected value is worked out by hand (buckets of 60 s, windows of 600 s, l
 
 from __future__ import annotations
 
+import json
+import math
 import random
 
 import pytest
 
-from service.drift.windows import GAP_EVENTS, CategoryWindow, gap_limit
+from service.drift.windows import (
+    GAP_EVENTS,
+    CategoryWindow,
+    ComparisonWindows,
+    WindowConfig,
+    gap_limit,
+)
 from service.settings.sections import DriftSettings
 
 HOUR = 3600.0
@@ -94,7 +102,9 @@ def test_the_same_however_batched_and_restored() -> None:
 #: two events held (2590, 2595: 250 s, 255 s > 240 s ahead of 2340), then two in time (2580:
 #: 240 s ahead, not over; the largest step is now 240 s, the limit 960 s; 2600) that pass
 #: both held ones, then one 1,000 s > 960 s ahead (3600). The two passed are no longer near
-#: it (the watermark passed them: a batch's end forgets them), so 3600 alone does not confirm
+#: it (the watermark passed them), so 3600 alone does not confirm; only one in-time event
+#: (2580) came after them before 2600 passed them (< 3: not refuted), so they are added then
+#: (session 42: they were forgotten, counted ahead, though the traffic caught up with them)
 PASSED = [*BEFORE, 2590.0, 2595.0, 2580.0, 2600.0, 3600.0]
 PASSED_CATS = ["a"] * 40 + ["o", "o", "b", "b", "j"]
 
@@ -122,21 +132,24 @@ def test_held_events_the_watermark_passed_confirm_no_jump_however_batched() -> N
     # (a review: in one batch the two passed ones confirmed 3600 with it, 45 accepted and the
     # watermark 3600; split after 2600 or one at a time: 42 and 2600)
     for w in _batchings(PASSED_CATS, PASSED):
-        assert _state(w) == (42, 0, 0, 3, 2600.0)
+        assert _state(w) == (44, 0, 0, 1, 2600.0)
         assert w.held == [(3600.0, "j")]
-        # buckets 34..43 (2040..2639): the a's at 2040..2340, the b's at 2580 and 2600; the
-        # o's stay counted ahead, never added
-        assert w.current() == {"a": 6, "b": 2}
+        # buckets 34..43 (2040..2639): the a's at 2040..2340, the b's at 2580 and 2600 and
+        # the o's at 2590 and 2595, added when 2600 passed them (without the rule: the same
+        # buckets, and 3600 accepted too)
+        assert w.current() == {"a": 6, "b": 2, "o": 2}
 
 
 def test_four_passed_held_events_confirm_no_jump_with_the_defaults() -> None:
     # lateness 300 s, confirm 5: limit max(300, 4 x 60) = 300 s over 2340; four held (310..340
     # s ahead), 2640 (300 s: in time; the limit becomes 1,200 s), 2700 passes the four, 4700
-    # is 2,000 s ahead: held, and none held is near it that the watermark has not passed
+    # is 2,000 s ahead: held, and none held is near it that the watermark has not passed.
+    # One in time (2640) came after the four before 2700 passed them: 1 < 5, so 2700 adds
+    # them (40 a's + 4 o's + 2 b's = 46)
     cats = ["a"] * 40 + ["o"] * 4 + ["b", "b", "j"]
     stamps = [*BEFORE, 2650.0, 2660.0, 2670.0, 2680.0, 2640.0, 2700.0, 4700.0]
     for w in _batchings(cats, stamps, allowed_lateness_s=300.0, ahead_confirm=5):
-        assert _state(w) == (42, 0, 0, 5, 2700.0)
+        assert _state(w) == (46, 0, 0, 1, 2700.0)
         assert w.held == [(4700.0, "j")]
 
 
@@ -288,3 +301,165 @@ def test_the_setting_is_validated() -> None:
         DriftSettings(ahead_gap_factor=float("inf"))
     with pytest.raises(ValueError):
         CategoryWindow(ahead_gap_factor=-0.5)
+
+
+# -- serve: a quiet team's evening held over the night (session 42) -------------------------
+#
+# In serve nothing ends the input: a quiet team's last events of an evening, each more than
+# the gap limit after the last, are held; the night is longer than max_ahead_s, so the
+# morning's events confirm a jump of their own (none of the evening's is within 6 h of them)
+# whose watermark passes the evening's. Those were never refuted (no event came in time after
+# them): they are added then, in their own buckets, as they were without the rule.
+
+#: defaults of serve: lateness 300 s, 5 to confirm, 6 h, factor 4; history of 5 days kept
+SERVE = {"allowed_lateness_s": 300.0, "ahead_confirm": 5, "retention_s": 5 * 86_400.0}
+
+#: 40 a's 60 s apart (0..2340: limit max(300, 4 x 60) = 300 s); 3 evening e's 10 min apart
+#: (2940, 3540, 4140: 600 s and more > 300 s ahead of 2340, within 6 h: held by the gap
+#: rule, 1, 2, 3 < 5 to confirm); a night of 10 h; 10 morning m's 60 s apart from 40140
+#: (37,800 s > 6 h ahead of 2340: held by the old rule; the fifth, 40380, confirms with the
+#: four before it and moves the watermark past the e's: no event came in time after them)
+EVENING = [2940.0, 3540.0, 4140.0]
+MORNING = [4140.0 + 10 * HOUR + 60.0 * i for i in range(10)]
+NIGHT_CATS = ["a"] * 40 + ["e"] * 3 + ["m"] * 10
+NIGHT = [*BEFORE, *EVENING, *MORNING]
+
+
+def test_the_evening_held_over_the_night_is_added_when_the_morning_passes_it() -> None:
+    w = _window(**SERVE)
+    w.update_many(NIGHT_CATS[:40], NIGHT[:40])
+    got = [w.update(c, t, now=t) for c, t in zip(NIGHT_CATS[40:], NIGHT[40:], strict=True)]
+    # e, e, e, m, m, m, m held; the fifth m adds itself, the 4 m's and the 3 e's (7 held
+    # before it: ahead -7); the last 5 m's in time
+    assert [tuple(r) for r in got] == [(0, 0, 0, 1)] * 7 + [(8, 0, 0, -7)] + [(1, 0, 0, 0)] * 5
+    assert _state(w) == (53, 0, 0, 0, MORNING[-1]) and w.held == []
+    # each in the bucket of its own time (60 s): a's 0..39, e's 49, 59, 69, m's 669..678
+    expected = {str(b): {"a": 1} for b in range(40)}
+    expected |= {"49": {"e": 1}, "59": {"e": 1}, "69": {"e": 1}}
+    expected |= {str(669 + i): {"m": 1} for i in range(10)}
+    assert w.snapshot()["buckets"] == expected
+    before = _window(**SERVE, ahead_gap_factor=0.0)  # the rule off: as before session 41
+    before.update_many(NIGHT_CATS, NIGHT, now=NIGHT[-1])
+    assert _state(before) == _state(w) and before.snapshot()["buckets"] == expected
+
+
+def _cuts_everywhere(cats: list[str], stamps: list[float], cuts: list[int]) -> list[CategoryWindow]:
+    """Windows fed ``stamps`` whole, one by one, and split in two at each of ``cuts`` (then
+    also through a snapshot); each update's ``now`` its newest stamp, as serve's clock."""
+    whole = _window(**SERVE)
+    whole.update_many(cats, stamps, now=max(stamps))
+    one_by_one = _window(**SERVE)
+    for c, t in zip(cats, stamps, strict=True):
+        one_by_one.update(c, t, now=t)
+    out = [whole, one_by_one]
+    for cut in cuts:
+        split = _window(**SERVE)
+        split.update_many(cats[:cut], stamps[:cut], now=max(stamps[:cut]))
+        restored = _window(**SERVE).restore(json.loads(json.dumps(split.snapshot())))
+        for w in (split, restored):
+            w.update_many(cats[cut:], stamps[cut:], now=max(stamps[cut:]))
+            out.append(w)
+    return out
+
+
+_Tests = list[tuple[float | None, dict[str, int]]]  # (watermark, window counts) per test
+
+
+def test_the_mornings_first_test_counts_the_evening() -> None:
+    # serve's path (ComparisonWindows.ingest, no finish): 12 h windows tested every 300 s.
+    # The e's are held (no tick while held); the fifth m (40380) confirms, the watermark
+    # crosses tick 134: that test's window (40380 - 12 h = -2820 .. 40380) holds the 40 a's,
+    # the 3 e's and the 5 m's; the seventh m (40500) crosses tick 135: 7 m's
+    config = WindowConfig(window_s=12 * HOUR, bucket_s=60, test_every_s=300, baseline="none",
+                          allowed_lateness_s=300, max_ahead_s=6 * HOUR,
+                          ahead_confirm=5)  # fmt: skip
+    runs = []
+    for batch in (1, 7, len(NIGHT)):  # one by one, polls of 7, whole
+        windows = ComparisonWindows(config, min_count=1, has_reference=False)
+        seen: _Tests = []
+
+        def tested(_: int, w: CategoryWindow = windows.window, out: _Tests = seen) -> None:
+            out.append((w.watermark, w.current()))
+
+        for at in range(0, len(NIGHT), batch):
+            cats, stamps = NIGHT_CATS[at : at + batch], NIGHT[at : at + batch]
+            windows.ingest(cats, stamps, max(stamps), tested)
+        assert [(m, c) for m, c in seen if m is not None and m > BEFORE[-1]] == [
+            (MORNING[4], {"a": 40, "e": 3, "m": 5}),
+            (MORNING[6], {"a": 40, "e": 3, "m": 7}),
+        ]
+        runs.append(seen)
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_a_snapshot_keeps_which_the_gap_rule_alone_held() -> None:
+    w = _window(**SERVE)
+    w.update_many(NIGHT_CATS[:44], NIGHT[:44], now=NIGHT[43])  # the a's, 3 e's, the first m
+    assert w.held == [(2940.0, "e"), (3540.0, "e"), (4140.0, "e"), (MORNING[0], "m")]
+    assert w.snapshot()["held_gap"] == [True, True, True, False]  # m: over 6 h ahead
+    old = w.snapshot()
+    del old["held_gap"]  # as written before session 42: each as held beyond max_ahead_s
+    before = _window(**SERVE).restore(old)
+    before.update_many(NIGHT_CATS[44:], NIGHT[44:], now=NIGHT[-1])
+    assert _state(before) == (50, 0, 0, 3, MORNING[-1])  # the e's forgotten when passed
+
+
+def test_the_evening_released_by_the_morning_the_same_however_batched() -> None:
+    # split before, inside and after the evening's hold and inside the morning's
+    for w in _cuts_everywhere(NIGHT_CATS, NIGHT, list(range(39, 50))):
+        assert _state(w) == (53, 0, 0, 0, MORNING[-1]) and w.held == []
+        assert w.current() == {"m": 10}  # buckets 669..678
+
+
+def _working_days(days: int, seed: int) -> list[float]:
+    """A small team's questions, in true order: Poisson arrivals at 30 an hour from 8:00 to
+    18:00 (the largest of 32 steps some 8 min: a gap limit near half an hour), 1 an hour from
+    18:00 to 21:00 (the evening's last few, an hour apart on average), none at night (11 h:
+    longer than max_ahead_s), for ``days`` days, then the next morning until 9:00."""
+    rng, out = random.Random(seed), []
+    for hour in range(days * 24 + 9):
+        rate = {**dict.fromkeys(range(8, 18), 30.0), **dict.fromkeys(range(18, 21), 1.0)}.get(
+            hour % 24, 0.0
+        )
+        t = hour * HOUR
+        while rate and (t := t + rng.expovariate(rate / HOUR)) < (hour + 1) * HOUR:
+            out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_a_quiet_teams_evenings_are_counted_in_their_windows_in_serve(seed: int) -> None:
+    stamps = _working_days(4, seed)
+    n = len(stamps)
+    assert 1_100 < n < 1_400  # ~303 a day x 4 + the last morning's ~30
+    cats = ["q"] * n
+    # In true order, no skew: without the rule every event is accepted (none late, none held
+    # but the first 4 and each morning's first 4, which their fifth confirms), each counted in
+    # the bucket of its own time; all are within the 5 days kept
+    expected: dict[str, dict[str, int]] = {}
+    for t in stamps:
+        cell = expected.setdefault(str(math.floor(t / 60.0)), {"q": 0})
+        cell["q"] += 1
+    expected = dict(sorted(expected.items(), key=lambda kv: int(kv[0])))
+    # serve: batches as polls give them (1 to 20 events, each update's clock its newest),
+    # nothing ends the input; also whole, one by one, and split/restored in each evening hold
+    rng = random.Random(100 + seed)
+    polled, start = _window(**SERVE), 0
+    while start < n:
+        end = min(n, start + rng.randint(1, 20))
+        polled.update_many(cats[start:end], stamps[start:end], now=stamps[end - 1])
+        start = end
+    evenings = [i for i, t in enumerate(stamps) if 19 <= (t % 86_400.0) / HOUR < 21]
+    for w in [polled, *_cuts_everywhere(cats, stamps, evenings[::3])]:
+        assert _state(w) == (n, 0, 0, 0, stamps[-1]) and w.held == []
+        assert w.snapshot()["buckets"] == expected
+    # the rule did hold evening events (else this would test nothing; over seeds 0..7: 2 to
+    # 9 in the 4 evenings, 5, 7 and 6 in these)
+    held_evenings = 0
+    one = _window(**SERVE)
+    for t in stamps:
+        held_evenings += one.update("q", t, now=t).ahead == 1 and (t % 86_400.0) / HOUR >= 18
+    assert held_evenings >= 5
+    off = _window(**SERVE, ahead_gap_factor=0.0)  # the rule off (before session 41): the same
+    off.update_many(cats, stamps, now=stamps[-1])
+    assert _state(off) == (n, 0, 0, 0, stamps[-1]) and off.snapshot()["buckets"] == expected
