@@ -127,9 +127,11 @@ __all__ = [
 
 Now = float | NDArray[np.float64] | None
 """A wall-clock reading (Unix seconds) for a whole update, one per event, or ``None``."""
-Watermarks = tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]
+Watermarks = tuple[
+    NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int], list[bool]
+]
 """What :func:`running_watermark` returns: ``(watermark after each event, future mask, ahead
-mask, released, held)``."""
+mask, released, held, held by the gap rule alone: one flag per held)``."""
 OnTick = Callable[[int], None]
 """Called at each test of :meth:`ComparisonWindows.ingest` with after how many of its events
 the test runs (``0`` from :meth:`ComparisonWindows.flush`, which adds none)."""
@@ -180,7 +182,8 @@ def running_watermark(
     gap_factor: float = 0.0,
     min_jump_s: float = 0.0,
 ) -> Watermarks:
-    """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
+    """Return ``(watermark after each event, future mask, ahead mask, released, held,
+    held_gap)``.
 
     ``now``: the wall clock (seconds) for every event, or one reading per event (an array as
     long as ``timestamps``), or ``None`` (event times trusted).
@@ -203,8 +206,10 @@ def running_watermark(
     with the held events within ``max_ahead_s`` of it that fewer than ``ahead_confirm`` in-time
     events came after (those that more came after were lone: the traffic went on in the old
     time), under :func:`_confirms`; a lone one stays held, counted ``ahead``. An event held
-    by the gap rule alone (within ``max_ahead_s`` of the watermark when it came;
-    ``held_gap``: whether each of ``held`` was, missing: ``False``) is released as soon as
+    by the gap rule alone (within ``max_ahead_s``, when it came, of the watermark it had
+    without the rule: the later of the watermark and the newest event held by the gap rule
+    alone that fewer than ``ahead_confirm`` in-time events came after; ``held_gap``: whether
+    each of ``held`` was, missing: ``False``) is released as soon as
     the watermark passes it (an in-time event or a confirmed jump beyond it) if fewer than
     ``ahead_confirm`` in-time events came after it before the one that passed it: the rule
     only delayed it (a quiet evening's last events held over the night, passed by the
@@ -213,7 +218,8 @@ def running_watermark(
     held beyond ``max_ahead_s`` is forgotten when passed, as before the rule.
     ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
     jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
-    likewise of the events still held after the batch, oldest first.
+    likewise of the events still held after the batch, oldest first; ``held_gap``: for each
+    of those, whether the gap rule alone held it.
     """
     future = timestamps > (now + future_tolerance_s) if now is not None else timestamps > math.inf
     start = -math.inf if prior is None else prior
@@ -221,14 +227,14 @@ def running_watermark(
     marks = np.maximum.accumulate(np.concatenate([[start], moves]))[1:]
     ahead = np.zeros(len(timestamps), dtype=np.bool_)
     if ahead_confirm <= 1 or not math.isfinite(max_ahead_s):
-        return marks, future, ahead, [], []
+        return marks, future, ahead, [], [], []
     prev = np.concatenate([[start], marks[:-1]])
     gaps = gap_factor > 0 and min_jump_s < max_ahead_s
     # (nothing held: each event's watermark before it is prev; none is held when none steps
     # past it by more than the least limit the gap rule can set, min_jump_s)
     jumps = ~future & (moves > prev + (min_jump_s if gaps else max_ahead_s))
     if not (held or jumps.any()):
-        return marks, future, ahead, [], []
+        return marks, future, ahead, [], [], []
     items, pending, released = [*held, *map(float, timestamps)], list(range(len(held))), []
     # in-time events (neither held when they came nor future) before each held one, counted
     # from the batch's start (those held before it: minus those that came after them)
@@ -276,7 +282,13 @@ def running_watermark(
                 rec.append(mark)
             else:
                 ahead[i], came[len(held) + i] = True, seen
-                gap[len(held) + i] = t <= mark + max_ahead_s
+                # against the watermark it had without the rule: the newest held by the rule
+                # alone and not refuted counts as passed (the rule held a quiet evening, the
+                # watermark stayed before it; a night event within max_ahead_s of the evening's
+                # last, accepted without the rule, is not beyond max_ahead_s: review s42)
+                was = max([mark, *(items[k] for k in pending
+                                   if gap[k] and seen - came[k] < ahead_confirm)])  # fmt: skip
+                gap[len(held) + i] = t <= was + max_ahead_s
                 # those the watermark has passed first (see below): else they would take
                 # places from one still held, unlike the same events in other batches
                 kept = [k for k in pending if items[k] >= mark]
@@ -298,7 +310,7 @@ def running_watermark(
     # is more than max_ahead_s past the watermark): forget it, so that batches after one
     # outlier return to the vectorised path once traffic has caught up with it
     pending = [k for k in pending if items[k] >= mark]
-    return marks, future, ahead, released, pending
+    return marks, future, ahead, released, pending, [gap[k] for k in pending]
 
 
 def gap_limit(
@@ -349,8 +361,8 @@ def _widened(sums: NDArray[np.int64], width: int) -> NDArray[np.int64]:
 
 def _part(watermarks: Watermarks, start: int, end: int) -> Watermarks:
     """The watermarks of the events ``start:end`` when none is held or released."""
-    marks, future, ahead, _, _ = watermarks
-    return marks[start:end], future[start:end], ahead[start:end], [], []
+    marks, future, ahead, _, _, _ = watermarks
+    return marks[start:end], future[start:end], ahead[start:end], [], [], []
 
 
 def _first_in_last_part(rows: list[int], splits: Sequence[int]) -> int:
@@ -593,7 +605,7 @@ class CategoryWindow:
         too_old_mask: NDArray[np.bool_] | None = None
         if watermarks is None:
             watermarks = self.watermarks(ts, now)
-        marks, future, ahead, released, pending = watermarks
+        marks, future, ahead, released, pending, pending_gap = watermarks
         before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
         # an event held when it came, even if released later in this batch (as one released
         # in a later batch): results do not depend on where batches are split
@@ -624,10 +636,9 @@ class CategoryWindow:
             after = np.cumsum((~future & ~arrived_ahead)[::-1])[::-1].tolist() + [0]
             self._since = [self._since[k] + after[0] if k < len(held_ts)
                            else after[k - len(held_ts) + 1] for k in pending]  # fmt: skip
-            # held by the gap rule alone: within max_ahead_s of the watermark when it came
-            self._gap = [self._gap[k] if k < len(held_ts)
-                         else bool(items[k][0] <= before[k - len(held_ts)] + self.max_ahead_s)
-                         for k in pending]  # fmt: skip
+            # held by the gap rule alone (running_watermark decides: within max_ahead_s of the
+            # watermark it had without the rule when it came)
+            self._gap = list(pending_gap)
         else:
             self._held, self._since, self._gap = [], [], []
         self.last_ok, self.last_released = ok, back
@@ -719,7 +730,7 @@ class CategoryWindow:
         stamps = ts.tolist()
         if len(categories) != len(stamps) or not all(map(math.isfinite, stamps)):
             raise ValueError("need one finite timestamp per category")
-        marks, future, ahead, _, _ = watermarks
+        marks, future, ahead, _, _, _ = watermarks
         lateness, before = self.allowed_lateness_s, self.watermark
         mark = -math.inf if before is None else before  # the watermark before each event
         late: list[bool] = []
@@ -1240,7 +1251,7 @@ class ComparisonWindows:
     def holds(self, watermarks: Watermarks) -> bool:
         """Whether events are held ahead of the watermark now, or an update with these
         ``watermarks`` (:meth:`watermarks`) would hold or release any."""
-        _, _, ahead, released, pending = watermarks
+        _, _, ahead, released, pending, _ = watermarks
         return bool(self.window.held or released or pending or ahead.any())
 
     def _added(self) -> None:

@@ -343,6 +343,40 @@ def test_the_evening_held_over_the_night_is_added_when_the_morning_passes_it() -
     assert _state(before) == _state(w) and before.snapshot()["buckets"] == expected
 
 
+#: the review's case (s42): the a's; 2 evening e's (2940, 3540: held by the gap rule, the
+#: watermark stays 2340); one night n at 24540 (5.8 h after 3540, so accepted without the
+#: rule; 6.17 h after the watermark 2340); 10 morning m's 7 h later, 60 s apart from 49740
+NIGHT_EVENT = [*BEFORE, 2940.0, 3540.0, 24_540.0, *(49_740.0 + 60.0 * i for i in range(10))]
+NIGHT_EVENT_CATS = ["a"] * 40 + ["e", "e", "n"] + ["m"] * 10
+
+
+def test_a_night_event_after_a_held_evening_is_added_when_the_morning_passes_it() -> None:
+    # By hand, one by one: e, e held (gap rule); n held: over 6 h past the watermark 2340 but
+    # within 6 h of 3540, the watermark without the rule, so held by the gap rule alone;
+    # m1..m4 held (over 6 h past 2340 and past 24540); m5 confirms with m1..m4 (none of the
+    # e's or n within 6 h of it) and its watermark 49980 passes e, e, n, which no in-time
+    # event came after: 8 added, 7 held before it (ahead -7); m6..m10 in time. Without the
+    # rule: 40 + 3 accepted, m1..m4 held, m5 confirms: 53 accepted, none ahead (main's too)
+    w = _window(**SERVE)
+    w.update_many(NIGHT_EVENT_CATS[:40], NIGHT_EVENT[:40])
+    got = [w.update(c, t, now=t)
+           for c, t in zip(NIGHT_EVENT_CATS[40:], NIGHT_EVENT[40:], strict=True)]  # fmt: skip
+    assert [tuple(r) for r in got] == [(0, 0, 0, 1)] * 7 + [(8, 0, 0, -7)] + [(1, 0, 0, 0)] * 5
+    assert _state(w) == (53, 0, 0, 0, NIGHT_EVENT[-1]) and w.held == []
+    # buckets of 60 s: a's 0..39, e's 49 and 59, n 409, m's 829..838
+    expected = {str(b): {"a": 1} for b in range(40)}
+    expected |= {"49": {"e": 1}, "59": {"e": 1}, "409": {"n": 1}}
+    expected |= {str(829 + i): {"m": 1} for i in range(10)}
+    assert w.snapshot()["buckets"] == expected
+    before = _window(**SERVE, ahead_gap_factor=0.0)  # the rule off: as before session 41
+    before.update_many(NIGHT_EVENT_CATS, NIGHT_EVENT, now=NIGHT_EVENT[-1])
+    assert _state(before) == _state(w) and before.snapshot()["buckets"] == expected
+    # whole, one by one, split (and restored) around each of the held and the confirming
+    for other in _cuts_everywhere(NIGHT_EVENT_CATS, NIGHT_EVENT, list(range(39, 49))):
+        assert _state(other) == _state(w) and other.held == []
+        assert other.snapshot()["buckets"] == expected
+
+
 def _cuts_everywhere(cats: list[str], stamps: list[float], cuts: list[int]) -> list[CategoryWindow]:
     """Windows fed ``stamps`` whole, one by one, and split in two at each of ``cuts`` (then
     also through a snapshot); each update's ``now`` its newest stamp, as serve's clock."""
@@ -411,15 +445,16 @@ def test_the_evening_released_by_the_morning_the_same_however_batched() -> None:
         assert w.current() == {"m": 10}  # buckets 669..678
 
 
-def _working_days(days: int, seed: int) -> list[float]:
+def _working_days(days: int, seed: int, night: float = 0.0) -> list[float]:
     """A small team's questions, in true order: Poisson arrivals at 30 an hour from 8:00 to
     18:00 (the largest of 32 steps some 8 min: a gap limit near half an hour), 1 an hour from
-    18:00 to 21:00 (the evening's last few, an hour apart on average), none at night (11 h:
-    longer than max_ahead_s), for ``days`` days, then the next morning until 9:00."""
+    18:00 to 21:00 (the evening's last few, an hour apart on average), ``night`` an hour at
+    night (21:00 to 8:00, 11 h: longer than max_ahead_s; none before the first morning), for
+    ``days`` days, then the next morning until 9:00."""
     rng, out = random.Random(seed), []
     for hour in range(days * 24 + 9):
         rate = {**dict.fromkeys(range(8, 18), 30.0), **dict.fromkeys(range(18, 21), 1.0)}.get(
-            hour % 24, 0.0
+            hour % 24, night if hour >= 8 else 0.0
         )
         t = hour * HOUR
         while rate and (t := t + rng.expovariate(rate / HOUR)) < (hour + 1) * HOUR:
@@ -427,9 +462,16 @@ def _working_days(days: int, seed: int) -> list[float]:
     return out
 
 
-@pytest.mark.parametrize("seed", [0, 2, 4])
-def test_a_quiet_teams_evenings_are_counted_in_their_windows_in_serve(seed: int) -> None:
-    stamps = _working_days(4, seed)
+#: (seed, night events an hour): the evenings alone; a few night events (0.05 an hour: 4 and
+#: 2; 0.2 an hour: 8), each accepted without the rule (within 6 h of the event before it or
+#: confirmed with the morning's), which the rule held beyond max_ahead_s of its watermark
+#: (the evening held: review s42) and forgot, before the fix: 1, 1 and 3 ahead
+@pytest.mark.parametrize(("seed", "night"), [(0, 0.0), (2, 0.0), (4, 0.0), (0, 0.05),
+                                             (4, 0.05), (6, 0.2)])  # fmt: skip
+def test_a_quiet_teams_evenings_are_counted_in_their_windows_in_serve(
+    seed: int, night: float
+) -> None:
+    stamps = _working_days(4, seed, night)
     n = len(stamps)
     assert 1_100 < n < 1_400  # ~303 a day x 4 + the last morning's ~30
     cats = ["q"] * n
