@@ -429,6 +429,12 @@ class _WindowedDetector:
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""
         return self._windows.flush(lambda _: self._evaluate())
 
+    def finish(self) -> bool:
+        """The input ended (a replay's end): release the held events no later event refuted
+        and test if that reached a new test time (see
+        :meth:`~service.drift.windows.ComparisonWindows.finish`); whether it tested."""
+        return self._windows.finish(lambda _: self._evaluate())
+
     def _evaluate(self) -> None:
         self.n_tests += 1
         t = float(self.window.watermark or 0.0)

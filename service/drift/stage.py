@@ -814,6 +814,15 @@ class DriftStage:
         if any(tested):
             self._record_alarms()
 
+    def finish(self) -> None:
+        """The input ended (a replay's end): each detector releases the events its windows
+        hold that no later event refuted (a log that ended a few events after a pause), tests
+        if that reached a new test time, and what that changed is recorded. Not in serve: a
+        later event may still refute them (they wait, counted ``ahead``)."""
+        tested = [detector.finish() for detector in self._detectors().values()]
+        if any(tested):
+            self._record_alarms()
+
     def _update(
         self,
         annotations: list[dict[str, Any]],

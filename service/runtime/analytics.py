@@ -454,6 +454,7 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
         future_tolerance_s=drift.future_tolerance_s,
         max_ahead_s=drift.max_ahead_s,
         ahead_confirm=drift.ahead_confirm,
+        ahead_gap_factor=drift.ahead_gap_factor,
     )
 
 
