@@ -49,6 +49,16 @@ records lie within twice ``max_skew_s`` of the least mark. A record without an e
 keep their order, and each partition's records of a poll are one run (the engine reads the
 poll's partition runs).
 
+A record stamped more than ``max_skew_s`` after most of the (up to :data:`LONE_FOLLOWERS`)
+records that follow it in its fetch is a *lone* outlier (a clock 2 h ahead, s41): it is
+ordered as a record without an event time is — it goes out with the record before it and
+sets neither its partition's mark nor the newest time handed out of it. Taken at its stamp,
+its partition's mark went 2 h ahead while it was the head, and the other partitions' records
+of those 2 h went out before this partition's own records after it, which then came hours
+behind the drift windows' time. A real jump (records after it near or after it) is not lone;
+the last record of a fetch has no followers and is taken at its stamp. The record itself
+goes out unchanged: the drift windows judge its stamp (their gap rule holds it ``ahead``).
+
 Records held back were fetched (the consumer's position is past them) but not handed out,
 so they are neither processed nor committed (a partition's records go out in log order, so
 its committed offset is never past its first held record): a partition with buffered
@@ -82,6 +92,10 @@ K = TypeVar("K", bound=Hashable)
 #: none buffered may give nothing before it stops holding the others back (a partition whose
 #: leader is away, a stale high watermark).
 IDLE_HOLD_S = 5.0
+
+#: Records after a record (in its fetch) that tell whether it is a lone outlier: it is when
+#: more than half of those with an event time are more than ``max_skew_s`` before it.
+LONE_FOLLOWERS = 4
 
 #: ``messages -> event time (Unix seconds) of each, None where it has none``: what the
 #: aligner orders by (see :func:`event_times_from`).
@@ -184,7 +198,8 @@ class EventTimeAligner(Generic[K]):
                 raise ValueError(f"{len(records)} records, {len(times)} event times")
             now = self._clock()
             buffer = self._buffers.setdefault(key, deque())
-            buffer.extend(zip(times, records, repeat(now)))  # noqa: B905 (lengths checked)
+            ordered = lone_as_untimed(times, self.max_skew_s)
+            buffer.extend(zip(ordered, records, repeat(now)))  # noqa: B905 (lengths checked)
             self._last_gave[key] = now
 
     def end_unreadable(self, keys: Iterable[K]) -> None:
@@ -433,6 +448,29 @@ class EventTimeAligner(Generic[K]):
             "buffered_partitions": sum(1 for buffer in buffers if buffer),
             "held_polls": self.held_polls,
         }
+
+
+def lone_as_untimed(times: Sequence[float | None], max_skew_s: float) -> list[float | None]:
+    """``times`` (event times of a fetch's records, log order; ``None``: none) with each lone
+    outlier's replaced by ``None``: a time more than ``max_skew_s`` after more than half of
+    the times among the next :data:`LONE_FOLLOWERS` records (those that have one; a record
+    with none after it is kept). See the module docstring.
+
+    >>> lone_as_untimed([0.0, 7200.0, 60.0, 120.0, 180.0, 240.0], 100.0)
+    [0.0, None, 60.0, 120.0, 180.0, 240.0]
+    >>> lone_as_untimed([0.0, 7200.0, 7260.0, 7320.0], 100.0)  # a jump: kept
+    [0.0, 7200.0, 7260.0, 7320.0]
+    >>> lone_as_untimed([0.0, 7200.0, 60.0, 7260.0], 100.0)  # 1 of 2 before it: kept
+    [0.0, 7200.0, 60.0, 7260.0]
+    """
+    out = list(times)
+    for i, stamp in enumerate(times):
+        if stamp is None:
+            continue
+        after = [t for t in times[i + 1 : i + 1 + LONE_FOLLOWERS] if t is not None]
+        if after and 2 * sum(t < stamp - max_skew_s for t in after) > len(after):
+            out[i] = None
+    return out
 
 
 def _running_max(out: list[tuple[float, Any]], rank: int, key: K) -> Iterable[tuple[float, int, K]]:

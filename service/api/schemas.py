@@ -247,7 +247,9 @@ class DriftReport(TypedDict):
     history (the latest state changes of each comparison, oldest first; an entry with
     ``widened`` is no state change: a language or topic comparison already in drift named
     those categories rising since it opened; one with ``tested_state`` is a drift kept quiet
-    by a confound), ``events_seen`` and :class:`EventTime`."""
+    by a confound; a gold-set comparison's opening or clearing says under ``reads`` what it
+    means: a standing gap between the traffic and the gold set, found once enough traffic was
+    seen, not a change at that time), ``events_seen`` and :class:`EventTime`."""
 
     language: DimensionDrift
     topic: DimensionDrift
@@ -275,7 +277,8 @@ class RefusalDrift(TypedDict):
 class RefusalsReport(TypedDict):
     """``GET /v1/refusals``: counts and rate, scope (out-of-scope share, over- and
     under-refusals, calibration), their drift, each detector's measured quality
-    (:func:`service.runtime.reports.detector_quality_report`; the out-of-scope detector's
+    (:func:`service.runtime.reports.detector_quality_report`, with ``to_calibrate``: what to
+    add to the gold set while the out-of-scope detector is uncalibrated; the out-of-scope detector's
     positive class is "in scope": its ``tpr`` is the share of answerable gold questions kept
     in scope, its ``fpr`` the share of unanswerable ones judged in scope, not a rate of
     false alarms) and the AUC floor below which

@@ -199,6 +199,8 @@ def _detector_lines(analytics: Analytics) -> list[str]:
             also = "" if "measured on only" in why else f" (measured on {on})"
             lines.append(f"{name} detector UNCALIBRATED (its counts are not facts and raise "
                          f"no drift alarm): {why}{also}")  # fmt: skip
+            if advice := analytics.to_calibrate(name):
+                lines.append(f"  to calibrate it: {advice}")
         if name == "out_of_scope":
             lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
             support = scope_support(analytics)

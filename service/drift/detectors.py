@@ -271,14 +271,49 @@ class _WindowedDetector:
         return bool(report is not None and report.state == _INSUFFICIENT
                     and report.held_by_hysteresis)  # fmt: skip
 
+    def _span(self, comparison: str) -> float:
+        """The span (seconds) of ``comparison``'s current window."""
+        config = self.windows
+        return config.reference_window_s if comparison == "reference" else config.window_s
+
     def mean_window(self, comparison: str) -> float:
-        """The mean count of ``comparison``'s current window over the tests so far, weighted
-        by the event time each test stands for (since the test before), counting only windows
-        wholly after the first test (so a stream's start, or quiet hours with few tests,
-        do not bias it); ``0.0`` before such a test (or for a snapshot written before it was
-        kept). Events per window, not rounded."""
+        """The mean count of ``comparison``'s current window over the events' times: the
+        events this detector took per bucket from its first event's to the watermark's,
+        times the window's buckets (:meth:`~service.drift.windows.ComparisonWindows.mean_held`),
+        whatever the test cadence (trial 41: tests every ``test_every_s`` 999,999 s sized
+        the advice by the one test at the first events). ``0.0`` before the events span a
+        whole window. A snapshot written before session 41 keeps no first bucket: then the
+        mean over the tests so far, weighted by the event time each test stands for, counting
+        only windows wholly after the first test (``0.0`` before such a test). Events per
+        window, not rounded."""
+        held = self._windows.mean_held(self._span(comparison))
+        if held or self._windows.first_bucket is not None:
+            return held
         weighted, seconds = self._window_time.get(comparison, (0.0, 0.0))
         return weighted / seconds if seconds > 0 else 0.0
+
+    def busiest_window(self, comparison: str) -> int:
+        """The most events any of ``comparison``'s current windows held over the events'
+        times (windows of whole buckets, ending at each bucket up to the watermark), tested
+        or not (:attr:`~service.drift.windows.ComparisonWindows.busiest_held`); at least the
+        busiest tested one (:attr:`busiest`, all a snapshot written before session 41
+        has)."""
+        held = self._windows.busiest_held.get(self._span(comparison), 0)
+        return max(held, self.busiest.get(comparison, 0))
+
+    def test_times(self) -> tuple[float | None, float | None]:
+        """``(first, last)``: the watermark (event time, Unix seconds) at this detector's first
+        and latest test (``None`` before any)."""
+        return self._first_test, self._last_test
+
+    def event_span_s(self) -> float:
+        """Seconds of event time from the start of the first event's bucket to the end of
+        the watermark's (0.0 before any event, or for a snapshot written before session 41)."""
+        first, mark = self._windows.first_bucket, self.window.watermark
+        if first is None or mark is None:
+            return 0.0
+        size = self.windows.bucket_s
+        return (math.floor(mark / size) - first + 1) * size
 
     @property
     def drift_detected(self) -> bool:
@@ -393,6 +428,12 @@ class _WindowedDetector:
         """Test again if events of a later-read stream came behind the last test (see
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""
         return self._windows.flush(lambda _: self._evaluate())
+
+    def finish(self) -> bool:
+        """The input ended (a replay's end): release the held events no later event refuted
+        and test if that reached a new test time (see
+        :meth:`~service.drift.windows.ComparisonWindows.finish`); whether it tested."""
+        return self._windows.finish(lambda _: self._evaluate())
 
     def _evaluate(self) -> None:
         self.n_tests += 1

@@ -814,6 +814,15 @@ class DriftStage:
         if any(tested):
             self._record_alarms()
 
+    def finish(self) -> None:
+        """The input ended (a replay's end): each detector releases the events its windows
+        hold that no later event refuted (a log that ended a few events after a pause), tests
+        if that reached a new test time, and what that changed is recorded. Not in serve: a
+        later event may still refute them (they wait, counted ``ahead``)."""
+        tested = [detector.finish() for detector in self._detectors().values()]
+        if any(tested):
+            self._record_alarms()
+
     def _update(
         self,
         annotations: list[dict[str, Any]],
@@ -1080,7 +1089,9 @@ class DriftStage:
                     named = ", ".join(sorted(categories))
                     silenced[f"{dim} (while {by} drifts in {named})"] = reason
         out["suppressed_dimensions"] = silenced
-        out["alarms"] = list(self.alarms)
+        spans = {dim: det.windows.reference_window_s for dim, det in self._detectors().items()}
+        out["alarms"] = [reference_reading(alarm, spans.get(alarm.get("dimension", "")))
+                         for alarm in self.alarms]  # fmt: skip
         out["events_seen"] = self.events_seen
         window = self._kept_out_counter.window
         # events outside the allowed lateness / ahead of the wall clock / held too far ahead of
@@ -1111,7 +1122,8 @@ class DriftStage:
         n_current = int(test.get("n_current") or 0)
         # (the current window's counts matter only while there is nothing to compare with:
         # keyed on them otherwise, a live service's every new event missed the memo)
-        key = (dim, name, n_current, detector.busiest.get(name, 0), detector.mean_window(name),
+        key = (dim, name, n_current, detector.busiest.get(name, 0), detector.busiest_window(name),
+               detector.mean_window(name), detector.n_tests,
                tuple(sorted(current.items())) if compared is None or not sum(compared.values())
                else None,
                None if compared is None else tuple(sorted(compared.items())),
@@ -1303,6 +1315,45 @@ def _hours_to_hold(span_s: float, min_count: int, per_window: float) -> int:
     return math.ceil(round(span_s * min_count / per_window / 3600, 9))
 
 
+def _about(seconds: float) -> str:
+    """A duration as :func:`_duration` writes it, with hours or days beside an odd count of
+    seconds: ``999999`` → ``"999999 s, about 11.6 days"``, ``3600`` → ``"1 h"``."""
+    text = _duration(seconds)
+    if not text.endswith(" s") or seconds < 3600:
+        return text
+    days = seconds / 86_400
+    return f"{text}, about " + (f"{days:.1f} days" if days >= 2 else f"{seconds / 3600:.1f} h")
+
+
+def sparse_tests(
+    detector: CategoricalDriftDetector | RateDriftDetector | TermsDriftDetector, span_s: float
+) -> str:
+    """What to change when the detector's tests are sparser than the ``span_s``-second window
+    they test (``analytics.drift.test_every_s`` longer than it), else ``""``. A test runs
+    each time the events' time crosses a multiple of ``test_every_s`` (and at the first
+    events), so with a longer period most windows are never tested; with one longer than
+    the events' whole span only the first events' window is, and no test falls inside the
+    data (trial 41: ``test_every_s`` 999999 over 46 h of events, the advice read "the
+    busiest had 5: raise window_s to about 40 h" and named nowhere the setting at fault),
+    e.g. ``"analytics.drift.test_every_s (999999 s, about 11.6 days) is longer than
+    the 1 h window it tests: tested once in 46 h of events, at their start (no test fell
+    inside them): lower analytics.drift.test_every_s to at most 1 h (default 5 min)"``."""
+    every = detector.windows.test_every_s
+    if every <= span_s:
+        return ""
+    first, last = detector.test_times()
+    seen = detector.event_span_s()
+    length = _duration(seen) if seen < 3600 or seen % 3600 == 0 else f"{seen / 3600:.1f} h"
+    held = f" in {length} of events" if seen else ""
+    if detector.n_tests <= 1 or first == last:
+        how = f"tested once{held}, at their start (no test fell inside them)"
+    else:
+        how = f"tested {detector.n_tests} times{held}, so most windows were never tested"
+    return (f"{SETTINGS}.test_every_s ({_about(every)}) is longer than the "
+            f"{_duration(span_s)} window it tests: {how}: lower {SETTINGS}.test_every_s to "
+            f"at most {_duration(span_s)} (default 5 min)")  # fmt: skip
+
+
 def _setting_keys(dim: str) -> tuple[str, str, str]:
     """The settings (of ``analytics.drift``) that size ``dim``'s windows: its current
     window's, its frozen baseline's warm-up's and its ``min_count``'s (``known_refusal`` and
@@ -1348,8 +1399,12 @@ def insufficient_reason(
     if n_cur < detector.min_count:
         span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
                      else (cfg.window_s, window_key))  # fmt: skip
-        busiest = max(detector.busiest.get(comparison, 0), n_cur)
-        fell = busiest >= detector.min_count  # a busier window was tested
+        # the busiest window over the events' times, tested or not (trial 41: the busiest
+        # tested one, with tests every 999,999 s, was the first events' 5 of a busiest 65)
+        busiest = max(detector.busiest_window(comparison), n_cur)
+        fell = max(detector.busiest.get(comparison, 0), n_cur) >= detector.min_count
+        between = not fell and busiest >= detector.min_count  # only an untested one did
+        sparse = sparse_tests(detector, span)
         mean = detector.mean_window(comparison)
         # the rate the advice is sized at: the current window's when traffic fell, else the
         # mean window's (the busiest's while there is none: it was lucky, s37)
@@ -1374,10 +1429,18 @@ def insufficient_reason(
             reasons.append(f"traffic hovers at the threshold: {current}, fewer than "
                            f"{detector.min_count} (an earlier one held {busiest}); "
                            f"{advice}")  # fmt: skip
+        elif between and sparse:  # the windows were full enough: the tests missed them
+            reasons.append(f"no {_duration(span)} window tested reached "
+                           f"{detector.min_count} {unit}, though one held {busiest} between "
+                           f"tests: {sparse}")  # fmt: skip
+        elif between:
+            reasons.append(f"traffic hovers at the threshold: no {_duration(span)} window "
+                           f"tested reached {detector.min_count} {unit}, though one held "
+                           f"{busiest} between tests; {advice}")  # fmt: skip
         else:
             seen = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
             reasons.append(f"no {_duration(span)} window reached {detector.min_count} {unit}; "
-                           f"{seen}: {advice}")  # fmt: skip
+                           f"{seen}: {advice}" + (f"; and {sparse}" if sparse else ""))  # fmt: skip
     if comparison == "reference" and n_ref < detector.min_reference_count:
         reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
@@ -1450,7 +1513,8 @@ def detectable_change(
     head = f"{dim} vs {label}"
     span, key = ((cfg.reference_window_s, "reference_window_s") if comparison == "reference"
                  else (cfg.window_s, window_key))  # fmt: skip
-    busiest = max(detector.busiest.get(comparison, 0), n_current)
+    # (the busiest window over the events' times, tested or not: trial 41)
+    busiest = max(detector.busiest_window(comparison), n_current)
     n = n_current if n_current >= detector.min_count else busiest
     if busiest == 0:
         return None
@@ -1458,6 +1522,7 @@ def detectable_change(
     def cannot(why: str) -> dict[str, Any]:
         return {"cannot_alarm": True, "text": f"{head}: cannot alarm: {why}"}
 
+    sparse = sparse_tests(detector, span)
     if n < detector.min_count:
         mean = detector.mean_window(comparison)
         hours = _hours_to_hold(span, detector.min_count, mean or busiest)
@@ -1467,7 +1532,13 @@ def detectable_change(
         return cannot(f"its {_duration(span)} windows hold fewer than {count_key} "
                       f"({detector.min_count}) {unit} ({held}); raise "
                       f"{SETTINGS}.{key}{about} ({at_mean}or lower "
-                      f"{SETTINGS}.{count_key})")  # fmt: skip
+                      f"{SETTINGS}.{count_key})"
+                      + (f"; and {sparse}" if sparse else ""))  # fmt: skip
+    if sparse and max(detector.busiest.get(comparison, 0), n_current) < detector.min_count:
+        # (the windows hold enough, but no test fell where one did)
+        return cannot(f"its {_duration(span)} windows hold up to {busiest} {unit}, but "
+                      f"none was tested while it held {count_key} ({detector.min_count}): "
+                      f"{sparse}")  # fmt: skip
     of = {"reference": "gold-set", "baseline": "baseline"}.get(comparison, comparison)
     reference = compared
     if reference is None or not sum(reference.values()):
@@ -1532,6 +1603,46 @@ def _overall(suppressed: bool, states: list[str]) -> str:
         if state in states:
             return state
     return "insufficient_data"
+
+
+#: What a gold-set (``reference``) comparison in drift means, in a line (the status page's
+#: "What moved"; the alarms carry the long form, :func:`reference_reading`)
+REFERENCE_GAP = "a standing gap to the gold set, not a dated change"
+
+
+def reference_reading(alarm: Mapping[str, Any], span_s: float | None) -> dict[str, Any]:
+    """``alarm`` (an entry of :attr:`DriftStage.alarms`), with what it means under ``reads``
+    when it is a gold-set (``reference``) comparison's alarm opening or clearing: the
+    comparison tests the traffic of the last ``span_s`` seconds (``reference_window_s``)
+    against the gold set, so its alarm time is when a gap was first found — once enough
+    traffic was seen for the test to show it, and the gap may have stood from the start —
+    which need not be when the traffic changed (trial 41: on a stationary stream, Hindi 23 % of the
+    traffic against 45 % of the gold set, "DRIFT language vs reference at 10:00" read like a
+    change two hours before the real one, and "cleared" at 16:00 was that change moving
+    the traffic toward the gold set's mix). The baseline comparison dates changes. Other
+    entries (a baseline comparison's, a widening, a confounded or suppressed one, an end
+    for too few events) are returned as they are. A new dict; the stored entry is left
+    alone, so a state saved before session 41 reads the same.
+
+    >>> reference_reading({"comparison": "reference", "state": "drift"}, 86400)["reads"][:40]
+    'a standing gap between the traffic of th'
+    """
+    if (alarm.get("comparison") != "reference" or alarm.get("widened")
+            or "tested_state" in alarm or alarm.get("suppressed")
+            or alarm.get("state") not in ("drift", "ok")):  # fmt: skip
+        return dict(alarm)
+    span = f"the last {_duration(span_s)}" if span_s else "the latest window"
+    if alarm["state"] == "drift":
+        reads = (f"a standing gap between the traffic of {span} and the gold set, found "
+                 "once enough traffic was seen for the test to show it (it may have stood "
+                 "from the start): the gold set does not represent the traffic; this is "
+                 "when the gap was found, which need not be when the traffic changed (the "
+                 "baseline comparison dates changes)")  # fmt: skip
+    else:
+        reads = (f"the gap to the gold set closed: the traffic of {span} is now near "
+                 "enough the gold set's mix; traffic changing toward the gold set closes it "
+                 "too (the baseline comparison dates changes)")  # fmt: skip
+    return {**alarm, "reads": reads}
 
 
 def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:

@@ -636,6 +636,10 @@ class TermsDriftDetector(_WindowedDetector):
         self._windows.ingest(languages, timestamps, now, on_tick, streams, watermarks=watermarks,
                              checks=checks, on_added=self._added)  # fmt: skip
 
+    def finish(self) -> bool:
+        """See :meth:`_WindowedDetector.finish`; the released questions' terms are counted."""
+        return self._windows.finish(lambda _: self._evaluate(), on_added=self._added)
+
     def _added(self, start: int, end: int) -> None:
         """Count the terms of the questions the window just took (events ``start:end`` of the
         update, :attr:`~service.drift.windows.CategoryWindow.last_ok`, and those released),

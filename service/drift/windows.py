@@ -57,6 +57,28 @@ Arrival rules (counts always balance: ``accepted + late + future + ahead == even
   keeps how many in-time events arrived after it (snapshots keep it; a snapshot written
   before session 32 has none, so those held then count from the restore). Decisions depend
   only on the events and their order, never on the wall clock.
+* gap rule (``ahead_gap_factor`` > 0, default 4): a skew under ``max_ahead_s`` (a trial's
+  one event 2 h ahead, within the default 6 h) would still move the watermark, and the ~60
+  events after it, in true order, were late. So once :data:`GAP_EVENTS` in-time events are
+  known, an event is held (counted ``ahead``) as well when it is more than
+  ``ahead_gap_factor`` times the largest advance of the watermark over the last
+  :data:`GAP_EVENTS` in-time events ahead of the watermark, and more than
+  ``allowed_lateness_s`` (a smaller advance makes no event late): :func:`gap_limit`. Such a
+  held event confirms a jump as above with the held events within ``max_ahead_s`` of it,
+  leaving out the *lone* ones — those after which ``ahead_confirm`` or more in-time events
+  came (the traffic went on in the old time): a real jump (traffic resumed after a pause,
+  a backlog) is confirmed by ``ahead_confirm`` events in a row and released, nothing late
+  and nothing lost; a lone outlier stays held, counted under ``ahead``, and is forgotten
+  once the watermark passes it (never added, never late). One the watermark passes (an
+  in-time event or a confirmed jump beyond it) before ``ahead_confirm`` in-time events came
+  after it was not refuted: it is released then, into the bucket of its own time, as it was
+  accepted without the rule (a quiet team's last events of an evening, held over a night
+  longer than ``max_ahead_s``, passed by the morning's confirmed jump; session 42).
+  Freshness: after a pause over that limit the watermark waits for ``ahead_confirm`` − 1
+  more events (sparse traffic's largest recent pause is long, so it seldom holds; a pause
+  longer than ``max_ahead_s`` waited so before). The history is the watermark after each
+  in-time event (snapshots keep it; one written before session 41 has none, and the rule
+  waits for :data:`GAP_EVENTS` events after the restore).
 
 Memory is bounded: ``ceil(retention_s / bucket_s) + 1`` buckets × at most
 ``max_categories + 1`` columns (categories beyond ``max_categories`` are counted as
@@ -105,9 +127,11 @@ __all__ = [
 
 Now = float | NDArray[np.float64] | None
 """A wall-clock reading (Unix seconds) for a whole update, one per event, or ``None``."""
-Watermarks = tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int]]
+Watermarks = tuple[
+    NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_], list[int], list[int], list[bool]
+]
 """What :func:`running_watermark` returns: ``(watermark after each event, future mask, ahead
-mask, released, held)``."""
+mask, released, held, held by the gap rule alone: one flag per held)``."""
 OnTick = Callable[[int], None]
 """Called at each test of :meth:`ComparisonWindows.ingest` with after how many of its events
 the test runs (``0`` from :meth:`ComparisonWindows.flush`, which adds none)."""
@@ -127,6 +151,9 @@ _MAX_SHIFT = 64
 """Buckets a span's running sums move by at most before they are summed afresh instead."""
 MAX_STREAMS = 4096
 """Streams (e.g. Kafka partitions) whose own watermarks are kept at most."""
+GAP_EVENTS = 32
+"""In-time events whose watermarks the gap rule reads (the last this many; the rule waits
+until this many are known, so it is off for a stream's first events)."""
 
 
 class WindowUpdate(NamedTuple):
@@ -150,8 +177,13 @@ def running_watermark(
     ahead_confirm: int = 1,
     held: Sequence[float] = (),
     held_since: Sequence[int] = (),
+    held_gap: Sequence[bool] = (),
+    recent: Sequence[float] = (),
+    gap_factor: float = 0.0,
+    min_jump_s: float = 0.0,
 ) -> Watermarks:
-    """Return ``(watermark after each event, future mask, ahead mask, released, held)``.
+    """Return ``(watermark after each event, future mask, ahead mask, released, held,
+    held_gap)``.
 
     ``now``: the wall clock (seconds) for every event, or one reading per event (an array as
     long as ``timestamps``), or ``None`` (event times trusted).
@@ -165,9 +197,29 @@ def running_watermark(
     (:func:`_confirms`; see the module docstring). ``held_since``: for each of ``held``, how
     many in-time events (neither held when they came nor future) arrived after it before this
     batch (missing: 0).
+    Gap rule (``gap_factor`` > 0): once ``recent`` and this batch give :data:`GAP_EVENTS`
+    in-time events, an event is held as well when it is more than
+    ``min(max_ahead_s, max(min_jump_s, gap_factor × g))`` ahead of the watermark, ``g`` the
+    largest advance of the watermark over the last :data:`GAP_EVENTS` in-time events
+    (``recent``: the watermarks after the in-time events before this batch, oldest first;
+    :func:`gap_limit`). Such an event (not more than ``max_ahead_s`` ahead) confirms a jump
+    with the held events within ``max_ahead_s`` of it that fewer than ``ahead_confirm`` in-time
+    events came after (those that more came after were lone: the traffic went on in the old
+    time), under :func:`_confirms`; a lone one stays held, counted ``ahead``. An event held
+    by the gap rule alone (within ``max_ahead_s``, when it came, of the watermark it had
+    without the rule: the later of the watermark and the newest event held by the gap rule
+    alone that fewer than ``ahead_confirm`` in-time events came after; ``held_gap``: whether
+    each of ``held`` was, missing: ``False``) is released as soon as
+    the watermark passes it (an in-time event or a confirmed jump beyond it) if fewer than
+    ``ahead_confirm`` in-time events came after it before the one that passed it: the rule
+    only delayed it (a quiet evening's last events held over the night, passed by the
+    morning's jump); it is added as it was without the rule, in its own bucket, neither late
+    nor ahead. One after which more came is a refuted lone outlier and stays ``ahead``; one
+    held beyond ``max_ahead_s`` is forgotten when passed, as before the rule.
     ``released``: indices into ``[*held, *timestamps]`` of the events released by a confirmed
     jump (a released event of this batch is not in the ``ahead`` mask); ``held``: indices
-    likewise of the events still held after the batch, oldest first.
+    likewise of the events still held after the batch, oldest first; ``held_gap``: for each
+    of those, whether the gap rule alone held it.
     """
     future = timestamps > (now + future_tolerance_s) if now is not None else timestamps > math.inf
     start = -math.inf if prior is None else prior
@@ -175,20 +227,48 @@ def running_watermark(
     marks = np.maximum.accumulate(np.concatenate([[start], moves]))[1:]
     ahead = np.zeros(len(timestamps), dtype=np.bool_)
     if ahead_confirm <= 1 or not math.isfinite(max_ahead_s):
-        return marks, future, ahead, [], []
+        return marks, future, ahead, [], [], []
     prev = np.concatenate([[start], marks[:-1]])
-    jumps = ~future & (moves > prev + max_ahead_s)
+    gaps = gap_factor > 0 and min_jump_s < max_ahead_s
+    # (nothing held: each event's watermark before it is prev; none is held when none steps
+    # past it by more than the least limit the gap rule can set, min_jump_s)
+    jumps = ~future & (moves > prev + (min_jump_s if gaps else max_ahead_s))
     if not (held or jumps.any()):
-        return marks, future, ahead, [], []
+        return marks, future, ahead, [], [], []
     items, pending, released = [*held, *map(float, timestamps)], list(range(len(held))), []
     # in-time events (neither held when they came nor future) before each held one, counted
     # from the batch's start (those held before it: minus those that came after them)
     came = [-int(held_since[k]) if k < len(held_since) else 0 for k in range(len(held))]
     came += [0] * len(timestamps)
     seen, mark = 0, start  # seen: this batch's in-time events so far
+    rec = list(recent[-GAP_EVENTS:]) if gaps else []  # watermarks after in-time events
+    # held by the gap rule alone (within max_ahead_s when they came): released when passed
+    gap = [bool(held_gap[k]) if k < len(held_gap) else False for k in range(len(held))]
+    gap += [False] * len(timestamps)
+    low = min((items[k] for k in pending if gap[k]), default=math.inf)  # the least of them
+
+    def passed() -> float:
+        """Release the gap-held events the watermark has passed that fewer than
+        ``ahead_confirm`` in-time events came after; return the least gap-held left."""
+        nonlocal pending
+        out = [k for k in pending
+               if gap[k] and items[k] < mark and seen - came[k] < ahead_confirm]  # fmt: skip
+        if out:
+            released.extend(out)
+            pending = [k for k in pending if k not in out]
+        return min((items[k] for k in pending if gap[k] and items[k] >= mark), default=math.inf)
+
     for i, t in enumerate(map(float, timestamps)):
-        if not future[i] and t > mark + max_ahead_s:
-            if math.isfinite(mark):
+        limit = max_ahead_s
+        if gaps and not future[i] and t > mark + min_jump_s and len(rec) >= GAP_EVENTS:
+            limit = gap_limit(rec[-GAP_EVENTS:], gap_factor, min_jump_s, max_ahead_s)
+        if not future[i] and t > mark + limit:
+            if t <= mark + max_ahead_s:  # (gap rule) lone held events and those the
+                # watermark has passed left out: a passed one is dropped from ``pending`` at
+                # the batch's end, so counting it here would make the result batch-dependent
+                near = [k for k in pending if mark <= items[k] <= t + max_ahead_s
+                        and seen - came[k] < ahead_confirm]  # fmt: skip
+            elif math.isfinite(mark):
                 near = [k for k in pending if abs(items[k] - t) <= max_ahead_s]
             else:  # no watermark yet: the held events linked to t by steps of max_ahead_s
                 near = _run(items, pending, t, max_ahead_s)
@@ -196,16 +276,32 @@ def running_watermark(
                 released += near
                 pending = [k for k in pending if k not in near]
                 mark = max([t, *(items[k] for k in near)])
+                if mark > low:  # (before this event counts: it did not refute them)
+                    low = passed()
                 seen += 1
+                rec.append(mark)
             else:
                 ahead[i], came[len(held) + i] = True, seen
+                # against the watermark it had without the rule: the newest held by the rule
+                # alone and not refuted counts as passed (the rule held a quiet evening, the
+                # watermark stayed before it; a night event within max_ahead_s of the evening's
+                # last, accepted without the rule, is not beyond max_ahead_s: review s42)
+                was = max([mark, *(items[k] for k in pending
+                                   if gap[k] and seen - came[k] < ahead_confirm)])  # fmt: skip
+                gap[len(held) + i] = t <= was + max_ahead_s
                 # those the watermark has passed first (see below): else they would take
                 # places from one still held, unlike the same events in other batches
                 kept = [k for k in pending if items[k] >= mark]
                 pending = [*kept, len(held) + i][-MAX_HELD:]
+                low = min((items[k] for k in pending if gap[k]), default=math.inf)
         elif not future[i]:
             mark = max(mark, t)
+            if mark > low:  # (before this event counts: it did not refute them)
+                low = passed()
             seen += 1
+            rec.append(mark)
+            if len(rec) > 4 * GAP_EVENTS:
+                del rec[:-GAP_EVENTS]
         marks[i] = mark
     for k in released:
         if k >= len(held):
@@ -214,7 +310,26 @@ def running_watermark(
     # is more than max_ahead_s past the watermark): forget it, so that batches after one
     # outlier return to the vectorised path once traffic has caught up with it
     pending = [k for k in pending if items[k] >= mark]
-    return marks, future, ahead, released, pending
+    return marks, future, ahead, released, pending, [gap[k] for k in pending]
+
+
+def gap_limit(
+    recent: Sequence[float], gap_factor: float, min_jump_s: float, max_ahead_s: float
+) -> float:
+    """How far (seconds) an event may be ahead of the watermark before the gap rule holds it:
+    ``min(max_ahead_s, max(min_jump_s, gap_factor × g))``, ``g`` the largest step between
+    consecutive values of ``recent`` (the watermark after each of the last in-time events,
+    oldest first: non-decreasing; out-of-order events step by 0). The largest step, not a
+    typical one: a pause the traffic had among its last events is one it may have again,
+    so it is not held (fewer holds, never more).
+
+    >>> gap_limit([0.0, 10.0, 15.0, 15.0, 40.0], 4.0, 60.0, 3600.0)  # 4 × 25 s
+    100.0
+    >>> gap_limit([0.0, 10.0], 4.0, 60.0, 3600.0), gap_limit([0.0, 5000.0], 4.0, 60.0, 3600.0)
+    (60.0, 3600.0)
+    """
+    step = max((b - a for a, b in pairwise(recent)), default=0.0)
+    return min(max_ahead_s, max(min_jump_s, gap_factor * step))
 
 
 def _confirms(since: Sequence[int], ahead_confirm: int) -> bool:
@@ -246,8 +361,8 @@ def _widened(sums: NDArray[np.int64], width: int) -> NDArray[np.int64]:
 
 def _part(watermarks: Watermarks, start: int, end: int) -> Watermarks:
     """The watermarks of the events ``start:end`` when none is held or released."""
-    marks, future, ahead, _, _ = watermarks
-    return marks[start:end], future[start:end], ahead[start:end], [], []
+    marks, future, ahead, _, _, _ = watermarks
+    return marks[start:end], future[start:end], ahead[start:end], [], [], []
 
 
 def _first_in_last_part(rows: list[int], splits: Sequence[int]) -> int:
@@ -296,6 +411,10 @@ class CategoryWindow:
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm a jump
             (≥ 1; 1: never hold), if they are also at least as many as the in-time events
             since the first of them (see the module docstring).
+        ahead_gap_factor: the gap rule (see the module docstring): an event more than this
+            many times the largest watermark advance over the last :data:`GAP_EVENTS`
+            in-time events (and more than ``allowed_lateness_s``) ahead is held too (≥ 0;
+            0: off; default 4). Only with a finite ``max_ahead_s`` and ``ahead_confirm`` > 1.
 
     Raises:
         ValueError: an argument is out of range.
@@ -312,6 +431,7 @@ class CategoryWindow:
         max_categories: int = 500,
         max_ahead_s: float = math.inf,
         ahead_confirm: int = 1,
+        ahead_gap_factor: float = 4.0,
     ) -> None:
         retention = window_s if retention_s is None else retention_s
         if not (bucket_s > 0 and window_s > 0 and math.isfinite(window_s + bucket_s)):
@@ -324,7 +444,10 @@ class CategoryWindow:
             raise ValueError("future_tolerance_s must be >= 0 and max_categories >= 1")
         if not (max_ahead_s > 0 and ahead_confirm >= 1):
             raise ValueError("max_ahead_s must be > 0 and ahead_confirm >= 1")
+        if not (ahead_gap_factor >= 0 and math.isfinite(ahead_gap_factor)):
+            raise ValueError(f"ahead_gap_factor must be finite and >= 0, got {ahead_gap_factor}")
         self.max_ahead_s, self.ahead_confirm = float(max_ahead_s), int(ahead_confirm)
+        self.ahead_gap_factor = float(ahead_gap_factor)
         self.window_s, self.bucket_s = float(window_s), float(bucket_s)
         self.allowed_lateness_s = float(allowed_lateness_s)
         self.future_tolerance_s = float(future_tolerance_s)
@@ -343,6 +466,11 @@ class CategoryWindow:
         #: for each held event, the in-time events (neither held when they came nor future)
         #: that arrived after it: a jump is confirmed only when the traffic really moved
         self._since: list[int] = []
+        #: for each held event, whether the gap rule alone held it (it came within
+        #: max_ahead_s of the watermark): released when the watermark passes it, if unrefuted
+        self._gap: list[bool] = []
+        #: the watermark after each of the last GAP_EVENTS in-time events (the gap rule's)
+        self._recent: list[float] = []
         #: running sums of the spans :meth:`counts` read, kept up to date as events are added
         #: (:meth:`_sum`): ``(buckets, buckets before the watermark's) -> [first, last, sums]``
         self._spans: dict[tuple[int, int], list[Any]] = {}
@@ -382,6 +510,14 @@ class CategoryWindow:
         future) arrived after it (what :func:`running_watermark` weighs a jump against)."""
         return list(self._since)
 
+    @property
+    def held_gap(self) -> list[bool]:
+        """For each of :attr:`held`, whether the gap rule alone held it (it came within
+        ``max_ahead_s`` of the watermark): such an event is added when the watermark passes
+        it, unless ``ahead_confirm`` in-time events came after it first (see
+        :func:`running_watermark`)."""
+        return list(self._gap)
+
     def _code(self, category: str) -> int:
         code = self._codes.get(category)
         if code is None:
@@ -396,6 +532,27 @@ class CategoryWindow:
                     self._counts = grown
             self._codes[category] = code
         return code
+
+    def watermarks(self, timestamps: NDArray[np.float64], now: Now) -> Watermarks:
+        """What :func:`running_watermark` gives for ``timestamps`` (and ``now``) from this
+        window's present state (its watermark, held events and the gap rule's history)."""
+        return running_watermark(
+            timestamps, self.watermark, now, self.future_tolerance_s,
+            max_ahead_s=self.max_ahead_s, ahead_confirm=self.ahead_confirm,
+            held=[t for t, _ in self._held], held_since=self._since, held_gap=self._gap,
+            recent=self._recent,
+            gap_factor=self.ahead_gap_factor, min_jump_s=self.allowed_lateness_s,
+        )  # fmt: skip
+
+    def _remember(self, marks: NDArray[np.float64], in_time: NDArray[np.bool_]) -> None:
+        """Keep the watermark after each in-time event (``in_time``: neither future nor held
+        when it came) for the gap rule: the last :data:`GAP_EVENTS`."""
+        if self.ahead_gap_factor > 0:
+            taken = marks[in_time] if not in_time.all() else marks
+            if len(taken) >= GAP_EVENTS:
+                self._recent = taken[-GAP_EVENTS:].tolist()
+            elif len(taken):
+                self._recent = [*self._recent, *taken.tolist()][-GAP_EVENTS:]
 
     def update(self, category: str, timestamp: float, now: Now = None) -> WindowUpdate:
         """Add one event; see :meth:`update_many`."""
@@ -447,11 +604,8 @@ class CategoryWindow:
         old_ts, old_categories = _NONE, []
         too_old_mask: NDArray[np.bool_] | None = None
         if watermarks is None:
-            watermarks = running_watermark(
-                ts, self.watermark, now, self.future_tolerance_s, max_ahead_s=self.max_ahead_s,
-                ahead_confirm=self.ahead_confirm, held=held_ts, held_since=self._since,
-            )  # fmt: skip
-        marks, future, ahead, released, pending = watermarks
+            watermarks = self.watermarks(ts, now)
+        marks, future, ahead, released, pending, pending_gap = watermarks
         before = np.concatenate([[-math.inf if self.watermark is None else self.watermark], marks])
         # an event held when it came, even if released later in this batch (as one released
         # in a later batch): results do not depend on where batches are split
@@ -482,8 +636,11 @@ class CategoryWindow:
             after = np.cumsum((~future & ~arrived_ahead)[::-1])[::-1].tolist() + [0]
             self._since = [self._since[k] + after[0] if k < len(held_ts)
                            else after[k - len(held_ts) + 1] for k in pending]  # fmt: skip
+            # held by the gap rule alone (running_watermark decides: within max_ahead_s of the
+            # watermark it had without the rule when it came)
+            self._gap = list(pending_gap)
         else:
-            self._held, self._since = [], []
+            self._held, self._since, self._gap = [], [], []
         self.last_ok, self.last_released = ok, back
         self.last_too_old_mask = too_old_mask if too_old_mask is not None else _NO_MASK
         if ok.any() or back:
@@ -503,6 +660,7 @@ class CategoryWindow:
         self.last_too_old, self.last_too_old_categories = old_ts, old_categories
         self.last_late, self.last_future = late, future
         self.last_arrived_ahead = arrived_ahead
+        self._remember(marks, ~future & ~arrived_ahead)
         n_ahead = int(ahead.sum()) - len(back)
         result = WindowUpdate(
             int(ok.sum()) + len(back), int(late.sum()), int(future.sum()), n_ahead
@@ -512,6 +670,50 @@ class CategoryWindow:
         self.future += result.future
         self.ahead += result.ahead
         return result
+
+    def release_held(self) -> WindowUpdate:
+        """The input ended (a replay's end): add the events the gap rule holds that no later
+        event refuted, as if they had confirmed their jump; return what changed (``accepted``
+        added, ``ahead`` negative). Released: each event held by the gap rule alone (it came
+        within ``max_ahead_s`` of the watermark: :attr:`held_gap`) after which fewer than
+        ``ahead_confirm`` in-time events came (a lone outlier, refuted by the traffic that
+        went on, stays held and counted ``ahead``). Those that came more than ``max_ahead_s``
+        ahead, or with no watermark yet, stay held as before session 41.
+
+        Without it, a log that ends fewer than ``ahead_confirm`` events after a pause longer
+        than the gap limit left those events held (100 events 60 s apart, a 1 h pause, 3 more:
+        3 ahead; 103 accepted before the rule). ``last_*`` then describe the release: no
+        event of an update (empty masks), ``last_released`` and ``last_accepted`` the events
+        added. Not for a stream that goes on (serve): a later event may still refute them.
+        """
+        empty = WindowUpdate(0, 0, 0, 0)
+        if self.watermark is None or not self._held:
+            return empty
+        mark = self.watermark
+        out = [k for k in range(len(self._held))
+               if self._gap[k] and self._since[k] < self.ahead_confirm]  # fmt: skip
+        if not out:
+            return empty
+        back = [self._held[k] for k in out]
+        self._held = [h for k, h in enumerate(self._held) if k not in out]
+        self._since = [n for k, n in enumerate(self._since) if k not in out]
+        self._gap = [g for k, g in enumerate(self._gap) if k not in out]
+        stamps = np.array([t for t, _ in back], dtype=np.float64)
+        kept = [c for _, c in back]
+        self.watermark = max(mark, float(stamps.max()))
+        if self.ahead_gap_factor > 0:
+            self._recent = [*self._recent, *np.maximum.accumulate(
+                np.concatenate([[mark], stamps]))[1:].tolist()][-GAP_EVENTS:]  # fmt: skip
+        codes = np.array([self._code(c) for c in kept], dtype=np.int64)
+        self._add(np.floor(stamps / self.bucket_s).astype(np.int64), codes)
+        self.last_accepted, self.last_accepted_categories = stamps, kept
+        self.last_too_old, self.last_too_old_categories = _NONE, []
+        self.last_late, self.last_future = _NO_MASK, _NO_MASK
+        self.last_ok, self.last_released, self.last_too_old_mask = _NO_MASK, back, _NO_MASK
+        self.last_arrived_ahead = _NO_MASK
+        self.accepted += len(back)
+        self.ahead -= len(back)
+        return WindowUpdate(len(back), 0, 0, -len(back))
 
     def _update_small(
         self, categories: Sequence[str], ts: NDArray[np.float64], watermarks: Watermarks
@@ -528,12 +730,13 @@ class CategoryWindow:
         stamps = ts.tolist()
         if len(categories) != len(stamps) or not all(map(math.isfinite, stamps)):
             raise ValueError("need one finite timestamp per category")
-        marks, future, ahead, _, _ = watermarks
+        marks, future, ahead, _, _, _ = watermarks
         lateness, before = self.allowed_lateness_s, self.watermark
         mark = -math.inf if before is None else before  # the watermark before each event
         late: list[bool] = []
         kept: list[str] = []
         taken: list[float] = []
+        in_time: list[float] = []  # the watermark after each in-time event (the gap rule's)
         for t, after, f, a, category in zip(stamps, marks.tolist(), future.tolist(),
                                             ahead.tolist(), categories, strict=True):  # fmt: skip
             dropped = not f and not a and t < mark - lateness
@@ -541,6 +744,8 @@ class CategoryWindow:
             if not (f or a or dropped):
                 kept.append(category)
                 taken.append(t)
+            if not (f or a):
+                in_time.append(after)
             mark = after
         if taken:
             self.watermark = float(marks[-1])
@@ -556,6 +761,8 @@ class CategoryWindow:
         self.last_ok = ~self.last_late & ~future & ~ahead
         self.last_released, self.last_too_old_mask = [], _NO_MASK
         self.last_arrived_ahead = ahead
+        if in_time and self.ahead_gap_factor > 0:
+            self._recent = [*self._recent, *in_time][-GAP_EVENTS:]
         result = WindowUpdate(len(taken), sum(late), int(future.sum()), int(ahead.sum()))
         self.accepted += result.accepted
         self.late += result.late
@@ -751,6 +958,11 @@ class CategoryWindow:
             "held": [[t, c] for t, c in self._held],
             # (a key of its own: code before session 32 restores this snapshot too)
             "held_since": list(self._since),
+            # (session 42; none before: those held count as held beyond max_ahead_s)
+            "held_gap": list(self._gap),
+            # (the gap rule's; a snapshot before session 41 has none: the rule waits for
+            # GAP_EVENTS in-time events after the restore)
+            "recent_marks": list(self._recent),
             "streams": dict(self._streams),
             "buckets": buckets,
         }
@@ -784,6 +996,10 @@ class CategoryWindow:
             since = [int(n) for n in state.get("held_since", ())]
             since = since[max(0, len(since) - len(self._held)) :]
             self._since = [0] * (len(self._held) - len(since)) + since
+            gap = [bool(g) for g in state.get("held_gap", ())]  # (older: beyond max_ahead_s)
+            gap = gap[max(0, len(gap) - len(self._held)) :]
+            self._gap = [False] * (len(self._held) - len(gap)) + gap
+            self._recent = [float(m) for m in state.get("recent_marks", ())][-GAP_EVENTS:]
             streams = list(state.get("streams", {}).items())[-MAX_STREAMS:]  # (older: none)
             self._streams = {str(name): float(mark) for name, mark in streams}
         except (KeyError, TypeError, ValueError) as exc:
@@ -811,9 +1027,11 @@ class WindowConfig:
         warmup_s: warm-up of a frozen baseline (default 6 h).
         alpha_period_s: a detector's ``alpha`` is its false-alarm budget per this much event
             time (default one day); see :meth:`ComparisonWindows.windows_per_period`.
-        allowed_lateness_s, future_tolerance_s, max_categories, max_ahead_s, ahead_confirm:
-            see :class:`CategoryWindow` (defaults: an event over 6 h ahead of the watermark is
-            held until 5 such events within 6 h of one another confirm the jump).
+        allowed_lateness_s, future_tolerance_s, max_categories, max_ahead_s, ahead_confirm,
+            ahead_gap_factor: see :class:`CategoryWindow` (defaults: an event over 6 h ahead
+            of the watermark is held until 5 such events within 6 h of one another confirm the
+            jump; so is one over 4 times the largest advance of the last 32 in-time events and
+            over ``allowed_lateness_s`` ahead).
 
     Raises:
         ValueError: a duration is not > 0 (lateness, tolerance: ≥ 0) or baseline is unknown.
@@ -831,6 +1049,7 @@ class WindowConfig:
     max_categories: int = 500
     max_ahead_s: float = 21_600.0
     ahead_confirm: int = 5
+    ahead_gap_factor: float = 4.0
 
     def __post_init__(self) -> None:
         if self.baseline not in ("frozen", "previous", "none"):
@@ -859,7 +1078,13 @@ class WindowConfig:
             max_categories=self.max_categories,
             max_ahead_s=self.max_ahead_s,
             ahead_confirm=self.ahead_confirm,
+            ahead_gap_factor=self.ahead_gap_factor,
         )
+
+
+#: :meth:`ComparisonWindows._track_busiest` works bucket by bucket in plain ints when an
+#: ingest's buckets lie within this many of each other and of the last ingest's watermark
+_FEW_BUCKETS = 32
 
 
 class ComparisonWindows:
@@ -895,6 +1120,36 @@ class ComparisonWindows:
     def __init__(self, config: WindowConfig, min_count: int, has_reference: bool) -> None:
         self.config, self.min_count = config, min_count
         self.window = config.window(has_reference)
+        #: the spans whose busiest window is kept (:attr:`busiest_held`): the windows tested
+        self._sized = sorted({config.window_s, *([config.reference_window_s] * has_reference)})
+        #: span (seconds) -> the most events any window of that span held, over the events'
+        #: times (windows of whole buckets ending at each bucket up to the watermark),
+        #: whatever the test cadence (:meth:`_track_busiest`); ``{}`` before any event (or
+        #: after a restore of a snapshot written before session 41)
+        self.busiest_held: dict[float, int] = {}
+        #: the earliest bucket an event was added to (``None``: none yet, or an older
+        #: snapshot), from which :meth:`mean_held` measures the rate
+        self.first_bucket: int | None = None
+        #: events were taken before :attr:`first_bucket` was kept (a snapshot written before
+        #: session 41 restored): it stays ``None``, as the window's ``accepted`` counts
+        #: events from before the buckets a first bucket set later would cover (the mean
+        #: over the events since the restore read as if the service's every event came then)
+        self._no_first = False
+        #: the events added per bucket, all categories together, for :meth:`_track_busiest`:
+        #: a ring of the ``retention_s`` buckets an event can still be accepted into plus the
+        #: longest span's (the windows back from such an event) and 2, slot ``b % n`` holding
+        #: bucket ``b`` (``_EMPTY``: none). Kept apart from the window's own ring, which
+        #: forgets the buckets behind ``retention_s``: a window back from a lagging
+        #: partition's event read there held what the batching left (trial 41 fix: 1,126
+        #: fed in chunks, 1,148 at once, on the same events)
+        n_held = math.ceil(self.window.retention_s / config.bucket_s)
+        n_held += math.ceil(max(self._sized) / config.bucket_s) + 2
+        self._held_bucket = np.full(n_held, _EMPTY, dtype=np.int64)
+        self._held_total = np.zeros(n_held, dtype=np.int64)
+        #: the watermark's bucket at the last :meth:`_track_busiest`, and span -> the events
+        #: of the window ending there (``None``, ``{}``: none yet, or since a restore)
+        self._held_top: int | None = None
+        self._held_sums: dict[float, int] = {}
         self._span = math.ceil(config.warmup_s / config.bucket_s)  # the baseline's buckets
         self._base: dict[int, dict[str, int]] = {}  # bucket -> counts, within the span
         #: :meth:`_base_counts` of ``_base`` as it is (``None``: changed since)
@@ -967,6 +1222,7 @@ class ComparisonWindows:
         stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
         every_stop = bool(stops) and (not plain or self.window.could_forget(streams or []))
         self._parts = []
+        added: list[NDArray[np.float64]] = []
 
         def add(start: int, end: int) -> None:
             """Add the events ``start:end`` to the window and the baseline."""
@@ -981,6 +1237,7 @@ class ComparisonWindows:
             )  # fmt: skip
             self._added()
             self._count_behind(streams)
+            added.append(self.window.last_accepted)
             self._take_baseline()
             if on_added is not None:
                 on_added(start, end)
@@ -1000,6 +1257,7 @@ class ComparisonWindows:
             self._start = self.window.watermark if self._start is None else self._start
             self._test(on_tick, i + 1)
         add(start, len(ts))
+        self._track_busiest(added[0] if len(added) == 1 else np.concatenate(added))
         if self._behind >= self.min_count:  # (streams only) a re-test, see the class
             self._test(on_tick, len(ts), freeze=False)
 
@@ -1026,15 +1284,12 @@ class ComparisonWindows:
         """What :func:`running_watermark` gives for ``timestamps`` (and ``now``, one reading
         or one per event) from the window's present state."""
         w = self.window
-        return running_watermark(
-            timestamps, w.watermark, now, w.future_tolerance_s, max_ahead_s=w.max_ahead_s,
-            ahead_confirm=w.ahead_confirm, held=[t for t, _ in w.held], held_since=w.held_since,
-        )  # fmt: skip
+        return w.watermarks(timestamps, now)
 
     def holds(self, watermarks: Watermarks) -> bool:
         """Whether events are held ahead of the watermark now, or an update with these
         ``watermarks`` (:meth:`watermarks`) would hold or release any."""
-        _, _, ahead, released, pending = watermarks
+        _, _, ahead, released, pending, _ = watermarks
         return bool(self.window.held or released or pending or ahead.any())
 
     def _added(self) -> None:
@@ -1068,6 +1323,155 @@ class ComparisonWindows:
             return False
         self._test(on_tick, 0, freeze=False)
         return True
+
+    def finish(self, on_tick: OnTick, on_added: Callable[[int, int], None] | None = None) -> bool:
+        """The input ended (a replay's end): release the held events no later event refuted
+        (:meth:`CategoryWindow.release_held`) and, when that moved the watermark to a new test
+        time, freeze a baseline that is due and test (``on_tick(0)``) as :meth:`ingest` would
+        have; ``on_added(0, 0)`` after the release (see :meth:`ingest`). Returns whether it
+        tested."""
+        w = self.window
+        if not w.release_held().accepted:
+            return False
+        self._track_busiest(w.last_accepted)  # (the sizing counts every accepted event)
+        self._parts = []
+        self._take_baseline()
+        if on_added is not None:
+            on_added(0, 0)
+        tick = math.floor(float(w.watermark or 0.0) / self.config.test_every_s)
+        if self._last_tick is not None and tick <= self._last_tick:
+            return False
+        self._last_tick = float(tick)
+        self._start = w.watermark if self._start is None else self._start
+        self._test(on_tick, 0)
+        return True
+
+    def _track_busiest(self, stamps: NDArray[np.float64]) -> None:
+        """Update :attr:`busiest_held` and :attr:`first_bucket` with the events an
+        :meth:`ingest` added (their timestamps ``stamps``: every event the window accepted,
+        each counted in its bucket as when it was accepted, even one the window's own ring
+        then let a newer bucket of the same update take), once at its end. The windows (of
+        each span tested) that could hold one of the events end between its earliest bucket
+        ``lo`` and the watermark's ``top`` (a window ending later holds a part of the one
+        ending at ``top``); they read the buckets from ``lo`` less the longest span to
+        ``top``: those this ingest added to, plus those held before it (its own ring of
+        totals, read before the ingest's events join it). Exact whatever the batching: an
+        accepted event is at most ``retention_s`` behind the watermark before the ingest
+        (its own stream's lateness, or older than the history kept and so late), and the
+        ring holds that and the longest span behind it. Each span's window ending just
+        before ``lo`` is the one ending at the last ingest's ``top`` (kept, :attr:`_held_sums`)
+        moved over the buckets between the two, and the windows ending at ``lo ... top``
+        follow by adding a bucket and dropping one: about ``top − lo`` buckets per span
+        and ingest (reading each window's whole span cost a 2-a-second log ~1.7 µs an
+        event, 7 % of its drift stage, with a 24 h span: 1,440 buckets), the whole span
+        once after a restore."""
+        w = self.window
+        if not len(stamps) or w.watermark is None:
+            return
+        size = w.bucket_s
+        added = np.floor(stamps / size).astype(np.int64)
+        added = added[added <= (top := math.floor(w.watermark / size))]  # (all of them)
+        lo = int(added.min())
+        if not self._no_first:
+            self.first_bucket = lo if self.first_bucket is None else min(self.first_bucket, lo)
+        n = len(self._held_bucket)
+        mine = np.bincount(added - lo, minlength=top - lo + 1)  # this ingest's, lo ... top
+
+        def before(first: int, last: int) -> NDArray[np.int64]:
+            """The ring's totals of the buckets ``first ... last`` (before this ingest's)."""
+            buckets = np.arange(first, last + 1, dtype=np.int64)
+            slots = buckets % n
+            return np.where(self._held_bucket[slots] == buckets, self._held_total[slots], 0)
+
+        prev = self._held_top
+        if prev is not None and top - lo <= _FEW_BUCKETS and abs(lo - prev) <= _FEW_BUCKETS:
+            self._track_few(lo, top, mine.tolist())  # (the usual ingest: a few buckets)
+            return
+        now = before(lo, top) + mine  # the buckets lo ... top with this ingest's events
+        for span in self._sized:
+            width = math.ceil(span / size)
+            # the window ending at lo - 1 (no event of this ingest in it), from the one
+            # ending at the last ingest's top (no bucket after that held any event yet)
+            run = self._held_sums.get(span)
+            if prev is None or run is None:  # (the first ingest, or after a restore)
+                at = int(before(lo - width, lo - 1).sum())
+            elif lo > prev:
+                at = run - int(before(prev - width + 1, min(prev, lo - 1 - width)).sum())
+            else:
+                at = run - int(before(lo, prev).sum()) + int(before(lo - width, prev - width).sum())
+            # the windows ending at lo ... top: each the one before, a bucket in, a bucket out
+            if top - width < lo:
+                out = before(lo - width, top - width)
+            else:
+                out = np.concatenate([before(lo - width, lo - 1), now[: top - width - lo + 1]])
+            sums = at + np.cumsum(now - out)
+            most = int(sums.max())
+            if most > self.busiest_held.get(span, 0):
+                self.busiest_held[span] = most
+            self._held_sums[span] = int(sums[-1])
+        self._held_top = top
+        # the ingest's events join the ring (its buckets newer than top − n: distinct slots;
+        # an older one's slot holds none of them, and no window will read it again)
+        kept = np.flatnonzero(mine) + lo
+        kept = kept[kept > top - n]
+        at_slot = kept % n
+        held = mine[kept - lo]
+        same = self._held_bucket[at_slot] == kept
+        self._held_total[at_slot] = np.where(same, self._held_total[at_slot] + held, held)
+        self._held_bucket[at_slot] = kept
+
+    def _track_few(self, lo: int, top: int, mine: list[int]) -> None:
+        """:meth:`_track_busiest` of an ingest whose buckets ``lo ... top`` (its events per
+        bucket ``mine``) lie within :data:`_FEW_BUCKETS` of each other and of the last
+        ingest's ``top``: the same sums bucket by bucket in plain ints, instead of ~25 NumPy
+        calls on arrays of a few buckets each (a 2-a-second log's 500-event batch spans
+        ~5 one-minute buckets)."""
+        n, prev = len(self._held_bucket), cast(int, self._held_top)
+        buckets, totals = self._held_bucket, self._held_total
+
+        def held(bucket: int) -> int:
+            """The ring's total of ``bucket`` (before this ingest's events)."""
+            slot = bucket % n
+            return int(totals[slot]) if buckets[slot] == bucket else 0
+
+        now = [held(b) + k for b, k in zip(range(lo, top + 1), mine, strict=True)]
+        for span in self._sized:
+            width = math.ceil(span / self.window.bucket_s)
+            run = self._held_sums[span]
+            if lo > prev:  # (as in _track_busiest)
+                at = run - sum(map(held, range(prev - width + 1, min(prev, lo - 1 - width) + 1)))
+            else:
+                at = (run - sum(map(held, range(lo, prev + 1)))
+                      + sum(map(held, range(lo - width, prev - width + 1))))  # fmt: skip
+            most = 0
+            for e in range(lo, top + 1):
+                gone = e - width
+                at += now[e - lo] - (now[gone - lo] if gone >= lo else held(gone))
+                most = max(most, at)
+            if most > self.busiest_held.get(span, 0):
+                self.busiest_held[span] = most
+            self._held_sums[span] = at
+        self._held_top = top
+        for b, k in zip(range(lo, top + 1), mine, strict=True):
+            if k and b > top - n:
+                slot = b % n
+                same = buckets[slot] == b
+                totals[slot] = totals[slot] + k if same else k
+                buckets[slot] = b
+
+    def mean_held(self, span_s: float) -> float:
+        """The mean events a window of ``span_s`` seconds held over the events' times: the
+        events added (:attr:`CategoryWindow.accepted`) over the buckets from
+        :attr:`first_bucket` to the watermark's, times the span's buckets — the rate a
+        window of that span holds on average, whatever the test cadence. ``0.0`` before
+        the events span one whole window (too little time to say), or without
+        :attr:`first_bucket` (an older snapshot)."""
+        w = self.window
+        if self.first_bucket is None or w.watermark is None:
+            return 0.0
+        width = math.ceil(span_s / w.bucket_s)
+        covered = math.floor(w.watermark / w.bucket_s) - self.first_bucket + 1
+        return w.accepted * width / covered if covered >= width else 0.0
 
     def _count_behind(self, streams: Sequence[str] | None) -> None:
         """Count the events the last update added at or before the last test's watermark."""
@@ -1251,7 +1655,21 @@ class ComparisonWindows:
             "tested_at": self._tested_at,
             "behind": self._behind,
             "short_warmups": [self.short_warmups, self.short_warmup_count],
+            "busiest_held": [[span, n] for span, n in sorted(self.busiest_held.items())],
+            "first_bucket": self.first_bucket,
+            "busiest_buckets": self._busiest_buckets(),
         }
+
+    def _busiest_buckets(self) -> list[list[int]]:
+        """``[[bucket, events], ...]`` of the ring :meth:`_track_busiest` keeps, its live part
+        only (the ``n`` buckets up to the watermark's: an older one left in a slot no newer
+        bucket reached depends on the batching, and no window reads it again)."""
+        w, n = self.window, len(self._held_bucket)
+        if w.watermark is None:
+            return []
+        oldest = math.floor(w.watermark / w.bucket_s) - n + 1
+        live = self._held_bucket[self._held_bucket >= oldest]
+        return [[int(b), int(self._held_total[b % n])] for b in sorted(live.tolist())]
 
     def restore(self, state: dict[str, Any]) -> None:
         """Take back a :meth:`snapshot`.
@@ -1279,3 +1697,22 @@ class ComparisonWindows:
         self._tested_at, self._behind = state.get("tested_at"), int(state.get("behind") or 0)
         short = state.get("short_warmups") or [0, 0]  # (older snapshots: none counted)
         self.short_warmups, self.short_warmup_count = int(short[0]), int(short[1])
+        # (older snapshots: none kept; the detectors then size their advice by the windows
+        # they tested, as before)
+        # (keyed by the configured spans as they are: a snapshot's JSON turns 600 into 600.0)
+        sized = {float(span): span for span in self._sized}
+        self.busiest_held = {sized.get(float(span), float(span)): int(n)
+                             for span, n in state.get("busiest_held") or []}  # fmt: skip
+        first = state.get("first_bucket")
+        self.first_bucket = None if first is None else int(first)
+        # (events taken and no first bucket: an older snapshot, or one written since its
+        # restore; the window's accepted count spans more than the next events' buckets)
+        self._no_first = self.first_bucket is None and self.window.accepted > 0
+        # (older snapshots: none kept; a window back from the next events then misses them)
+        self._held_bucket[:] = _EMPTY
+        self._held_total[:] = 0
+        self._held_top, self._held_sums = None, {}  # (worked out again from the ring)
+        for bucket, total in state.get("busiest_buckets") or []:
+            slot = int(bucket) % len(self._held_bucket)
+            if int(bucket) > self._held_bucket[slot]:
+                self._held_bucket[slot], self._held_total[slot] = int(bucket), int(total)

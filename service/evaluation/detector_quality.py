@@ -274,6 +274,88 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     return f"measured on only {n} {what}; needs at least {min_class}"
 
 
+def scope_calibration_advice(
+    quality: DetectorQuality, floor: float, min_class: int, min_balanced_accuracy: float = 0.0
+) -> str:
+    """What to add to the gold set to calibrate an uncalibrated out-of-scope detector.
+
+    Its quality is measured on the gold set: the ROC AUC of its score between the
+    ``unanswerable`` rows (``n_neg``) and the answerable ones (``n_pos``), and the balanced
+    accuracy at its threshold with the false-positive rate (unanswerable rows judged in
+    scope) at its Wilson upper bound. Unanswerable rows on the corpus's own subjects (a
+    question its passages happen not to answer: trial 41's NoMIRACL ``non_relevant`` rows,
+    AUC 0.617) are the hardest case and leave off-topic traffic unrepresented; questions
+    the corpus is not about are what live off-topic traffic looks like. The count ``k`` is
+    the least number of new rows that reach every floor if each reads clearly out of scope:
+
+    * an AUC is the mean, over the unanswerable rows, of the share of answerable rows each
+      is ranked beyond (Hanley & McNeil 1982), so ``k`` rows ranked beyond every answerable
+      one lift it to ``(n·auc + k) / (n + k)``: ``k ≥ n·(floor − auc) / (1 − floor)``;
+    * judged out of scope, they leave the false positives as they are, over ``n + k`` rows:
+      the least ``k`` whose :func:`bounded_balanced_accuracy` reaches
+      ``min_balanced_accuracy``; when the answerable side alone keeps it below (``(tpr + 1) / 2``
+      under the floor) no unanswerable count can, and the advice says so with the TPR;
+    * ``min_class − n`` for the class size; too few answerable rows (``n_pos`` under
+      ``min_class``) are asked for first, by count.
+
+    More are needed when some read less clearly (the detector is refitted on them).
+
+    >>> scope_calibration_advice(DetectorQuality(0.617, 0.454, 0.765, 0.95, 40, 18), 0.75, 10)[:60]
+    'add at least 10 off-topic questions as gold rows with kind: '
+    """
+    n, auc = quality.n_neg, quality.auc
+    k = max(0, min_class - n)
+    if not math.isnan(auc) and auc < floor < 1:
+        k = max(k, math.ceil(round(n * (floor - auc) / (1 - floor), 9)))
+    tpr, fpr = quality.tpr, quality.fpr
+    short_side = False  # the answerable side alone keeps the balanced accuracy under its floor
+    if min_balanced_accuracy > 0 and not (math.isnan(tpr) or math.isnan(fpr)):
+        if (tpr + 1) / 2 < min_balanced_accuracy:
+            short_side = True  # more unanswerable rows cannot lift it; k keeps the other floors
+        else:
+            wrong = round(fpr * n)
+            more = k
+            while (
+                more < 10_000
+                and bounded_balanced_accuracy(tpr, wrong / (n + more), n + more)
+                < min_balanced_accuracy
+            ):
+                more += 1
+            k = more if more < 10_000 else k
+    answerable = max(0, min_class - quality.n_pos)
+    parts: list[str] = []
+    if answerable:
+        parts.append(
+            f"add at least {answerable} answerable gold questions with their passages (it was "
+            f"measured on {quality.n_pos}; each class needs at least {min_class})"
+        )
+    if k or not answerable:
+        least = f"at least {k} " if k else ""
+        parts.append(
+            f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
+            "[] — questions your users ask that the corpus is not about (another product, "
+            "small talk), in each language served; the detector is measured on how its "
+            "score separates the gold set's unanswerable rows from the answerable ones, and "
+            "unanswerable rows on the corpus's own subjects are the hardest case and show "
+            "nothing of off-topic traffic"
+            + (
+                f" ({k} such rows, each read out of scope, would bring the {n + k} unanswerable "
+                "rows to the quality floors; more if some read less clearly)"
+                if k
+                else ""
+            )
+        )
+    if short_side:
+        parts.append(
+            f"the answerable side falls short too: at its threshold the detector keeps "
+            f"{round(tpr * quality.n_pos)} of the {quality.n_pos} answerable gold questions in "
+            f"scope (TPR {tpr:.3f}), so its balanced accuracy stays under "
+            f"{min_balanced_accuracy:.2f} whatever unanswerable rows are added; answerable rows "
+            "worded as your users ask (the detector is refitted on them) are what lifts it"
+        )
+    return "; ".join(parts)
+
+
 def bounded_balanced_accuracy(tpr: float, fpr: float, n_neg: float) -> float:
     """``(tpr + 1 − u) / 2``, in [0, 1]: the balanced accuracy with the false-positive rate at
     ``u``, the upper end of the Wilson 95 % interval of ``fpr`` over ``n_neg`` negatives

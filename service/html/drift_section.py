@@ -299,11 +299,17 @@ def term_moves(rows: Any) -> str:
 
 
 def _moved_alarm(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
+    moved = _moved(alarm, silenced)
+    # a gold-set comparison's opening or clearing: what its time means (trial 41)
+    return f"{moved}. Reads: {alarm['reads']}" if alarm.get("reads") else moved
+
+
+def _moved(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if alarm.get("widened"):  # an open alarm widened: what rose since it opened, then all
-        rest = _moved_alarm({k: v for k, v in alarm.items() if k != "widened"}, silenced)
+        rest = _moved({k: v for k, v in alarm.items() if k != "widened"}, silenced)
         return f"now also rising: {', '.join(alarm['widened'])}; {rest}"
     if alarm.get("suppressed"):  # ended by the whole dimension's suppression: not cleared
-        rest = _moved_alarm({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
+        rest = _moved({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
         return f"ended: the dimension raises no alarm now ({alarm['suppressed']}); {rest}"
     if "rising_terms" in alarm:
         return term_moves(alarm["rising_terms"])

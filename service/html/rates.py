@@ -382,7 +382,12 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     if why:
         warning = para(
             f"Out-of-scope, over- and under-refusal counts are UNCALIBRATED and not facts "
-            f"({why}); the out-of-scope drift raises no alarm.",
+            f"({why}); the out-of-scope drift raises no alarm."
+            + (
+                f" To calibrate it: {advice}."
+                if (advice := (scope.get("quality") or {}).get("to_calibrate"))
+                else ""
+            ),
             "warn",
         )
     return Markup(f"{warning}{table(['refusals in both directions', 'value'], rows)}{note}")

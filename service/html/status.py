@@ -22,6 +22,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from service.drift.stage import REFERENCE_GAP
 from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, gold_run_text, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
@@ -128,6 +129,7 @@ def moved_section(
                 f"{_what_moved(test, (drift.get(dim) or {}).get('suppressed_categories'))}"
                 + ("" if "rate_current" not in test else windows_count(dim, drift.get(dim) or {}))
                 + (f"; raises no alarm: {muted[dim]}" if muted.get(dim) else "")
+                + (f" ({REFERENCE_GAP})" if name == "reference" else "")
             )
             for dim in DIMENSIONS
             for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()

@@ -305,6 +305,8 @@ def run_replay(
                 until_eof=True,
                 engine=engine,
             )
+            if (drift := live.analytics.drift) is not None:
+                drift.finish()  # the events held at the log's end that nothing refuted
             live.finish()
     finally:
         live.close()
@@ -570,6 +572,8 @@ def render_text(doc: ReplayReport) -> str:
             if on and "measured on only" not in why:  # (too few: the reason says on what)
                 counts += f"; detector measured{on}"
             lines.append(f"out of scope (UNCALIBRATED, not facts: {why}; no alarm): {counts}")
+            if advice := (scope.get("quality") or {}).get("to_calibrate"):
+                lines.append(f"  to calibrate it: {advice}")
         else:
             lines.append(f"out of scope: {counts}; detector {quality}")
         if lacking := no_gold_rows_text(scope):
@@ -684,7 +688,9 @@ def render_text(doc: ReplayReport) -> str:
                          f"({alarm['suppressed']})")  # fmt: skip
         elif alarm["state"] != "drift":
             why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
-            lines.append(f"  ended  {where}: {why}")
+            # (a gold-set comparison's: what its clearing means, trial 41)
+            lines.append(f"  ended  {where}: {why}" + (f" ({alarm['reads']})"
+                                                      if alarm.get("reads") else ""))  # fmt: skip
         elif "rate_current" in alarm:
             rates = rate_moves(alarm)
             # out_of_scope's windows: only the stable verdicts, not the share's every one
@@ -700,6 +706,9 @@ def render_text(doc: ReplayReport) -> str:
                        if drift.get(alarm["dimension"], {}).get("categories_are")
                        else "")  # fmt: skip
             lines.append(f"  DRIFT  {where}{nearest}: {_categorical_moves(alarm, silenced)}")
+        if alarm.get("reads") and alarm["state"] == "drift":
+            # a gold-set comparison's alarm: a standing gap found, not a change (trial 41)
+            lines.append(f"         ({alarm['reads']})")
     lines += quality_lines(doc.get("quality"), over, bool(recall.get("lower_bound")))
     return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
 

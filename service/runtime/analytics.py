@@ -36,6 +36,7 @@ from service.evaluation.detector_quality import (
     measure_auc,
     misjudged_answerable,
     misjudged_unanswerable,
+    scope_calibration_advice,
     too_few,
 )
 from service.files.fit_cache import Memo, no_memo
@@ -191,6 +192,20 @@ class Analytics:
                 f"positive rate at its Wilson 95 % upper bound over {quality.n_neg} questions, "
                 f"is below analytics.scope_min_balanced_accuracy "
                 f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
+
+    def to_calibrate(self, detector: str) -> str | None:
+        """What to add to the gold set to calibrate ``detector`` while it is uncalibrated
+        (:meth:`uncalibrated`): for ``out_of_scope``,
+        :func:`~service.evaluation.detector_quality.scope_calibration_advice` (trial 41: its
+        unanswerable rows were in-domain, and nothing said what to add); ``None`` when it is
+        calibrated, unmeasured, or another detector."""
+        quality = self.detector_quality.get(detector)
+        if detector != "out_of_scope" or quality is None or self.uncalibrated(detector) is None:
+            return None
+        return scope_calibration_advice(
+            quality, self.quality_floor, self.quality_min_class,
+            balanced_accuracy_floor(detector, self.min_balanced_accuracy),
+        )  # fmt: skip
 
     def topics_nearest(self) -> str | None:
         """What the topic shares are while the novelty detector is uncalibrated
@@ -439,6 +454,7 @@ def _window_config(drift: DriftSettings) -> WindowConfig:
         future_tolerance_s=drift.future_tolerance_s,
         max_ahead_s=drift.max_ahead_s,
         ahead_confirm=drift.ahead_confirm,
+        ahead_gap_factor=drift.ahead_gap_factor,
     )
 
 

@@ -369,6 +369,9 @@ def build_live(
     notice = corpus_notice(gold, corpus) if has_gold and settings.corpus else None
     repeated = repeated_questions(gold) if has_gold else None
     topic_notice = gold_topic_notice(settings, gold)
+    # (a drift test cadence longer than a window it tests: trial 41)
+    cadence = (settings.analytics.drift.cadence_notice(has_gold)
+               if settings.analytics.enabled else None)  # fmt: skip
     if settings.analytics.enabled:
         previous = state.get(TOPIC_IDENTITY_KEY) if state is not None else None
         analytics = build_analytics(settings.analytics, gold, corpus, previous, memo)
@@ -475,7 +478,8 @@ def build_live(
         stages.append(harvest)
     return Live(build_pipeline(settings, stages), analytics, metrics, shadow_stage,
                 shadow_metrics, quality, harvest, harvest_metrics, closers,
-                [n for n in (notice, repeated, topic_notice, analytics.language_notice) if n],
+                [n for n in (notice, repeated, topic_notice, analytics.language_notice,
+                             cadence) if n],
                 topic_notice)  # fmt: skip
 
 

@@ -586,7 +586,9 @@ def detector_quality_report(analytics: Analytics) -> dict[str, dict[str, Any]]:
     return {
         name: {**quality.as_dict(), "measured_on": measured_on(name, quality),
                "trusted": analytics.uncalibrated(name) is None,
-               "uncalibrated": analytics.uncalibrated(name)}
+               "uncalibrated": analytics.uncalibrated(name),
+               # what to add to calibrate it (out_of_scope; trial 41)
+               **({"to_calibrate": advice} if (advice := analytics.to_calibrate(name)) else {})}
         for name, quality in sorted(analytics.detector_quality.items())
     }  # fmt: skip
 

@@ -346,10 +346,11 @@ class DriftSettings(_Frozen):
         max_ahead_s: seconds an event may be stamped ahead of the newest event time so far
             (the watermark) before it is held and counted as ``ahead`` instead of moving the
             watermark, so one skewed clock cannot make every later event late. A skew
-            smaller than it (local time stamped as UTC: 1–8 h) still moves the watermark and
-            makes the events after it late (a trial's one event 5.5 h ahead kept 55 % out);
-            lower it towards the longest pause your traffic really has — below that, every
-            event after a pause waits for ``ahead_confirm`` others before it counts.
+            smaller than it (local time stamped as UTC: 1–8 h) would move the watermark and
+            make the events after it late (a trial's one event 5.5 h ahead kept 55 % out)
+            but for ``ahead_gap_factor``'s rule; lowering it towards the longest pause your
+            traffic really has holds such skews as well — below that, every event after a
+            pause waits for ``ahead_confirm`` others before it counts.
         ahead_confirm: held events within ``max_ahead_s`` of one another that confirm traffic
             really jumped (it resumed after a gap): they are then added and time moves on —
             if they are also at least as many as the events that arrived in time since the
@@ -360,6 +361,16 @@ class DriftSettings(_Frozen):
             events likewise wait until this many form a run with steps of at most
             ``max_ahead_s``, which starts the watermark (so a first event stamped days off is
             held, not taken as the time). 1: never hold.
+        ahead_gap_factor: the gap rule: once 32 events came in time, an event also waits as
+            ``ahead`` when it is more than this many times the largest step the event time
+            took over the last 32 in-time events, and more than ``allowed_lateness_s``, ahead
+            of the newest event time (under ``max_ahead_s`` ahead too: a trial's one event 2 h
+            ahead made the 60 after it late). ``ahead_confirm`` such events in a row (none in
+            time between) confirm a real jump and are added (a restart after a pause, a
+            backlog: nothing late, the watermark a few events later); one after which
+            ``ahead_confirm`` events came in time was a lone outlier and stays counted as
+            ``ahead``. Sparse traffic's largest recent pause is long, so it seldom waits.
+            0: off (the rule of ``max_ahead_s`` alone).
         min_count: events a window needs before it is tested (below: ``insufficient_data``).
         alpha: false-alarm budget per day of the four shared dimensions (language, topic,
             refusal, out-of-scope), split by Bonferroni; ``terms``, ``known_refusal`` and
@@ -402,6 +413,7 @@ class DriftSettings(_Frozen):
     future_tolerance_s: float = Field(default=60.0, ge=0)
     max_ahead_s: float = Field(default=21_600.0, gt=0)
     ahead_confirm: int = Field(default=5, ge=1)
+    ahead_gap_factor: float = Field(default=4.0, ge=0)
     min_count: int = Field(default=200, ge=1)
     alpha: float = Field(default=0.001, gt=0, lt=1)
     min_jsd: float = Field(default=0.05, gt=0, le=1)
@@ -412,6 +424,38 @@ class DriftSettings(_Frozen):
     max_terms: int = Field(default=2000, ge=1)
     known_window_s: float = Field(default=86_400.0, gt=0)
     known_min_count: int = Field(default=30, ge=1)
+
+    def cadence_notice(self, has_reference: bool) -> str | None:
+        """What to change when ``test_every_s`` is longer than a window it tests (``None``
+        when it is not): the baseline comparisons' ``window_s`` (unless ``baseline`` is
+        ``none``) and, with a gold set (``has_reference``), the gold-set comparisons'
+        ``reference_window_s`` and the known-question dimensions' ``known_window_s``. A test
+        runs each time the events' time crosses a multiple of ``test_every_s`` (and at the
+        first events), so the windows between two tests are never tested, and a log shorter
+        than ``test_every_s`` is tested only at its start (trial 41: 999999 s, and
+        ``config check`` said nothing while every dimension stayed untested).
+
+        >>> DriftSettings(test_every_s=7200).cadence_notice(False)[:80]
+        'analytics.drift.test_every_s (7200 s) is longer than the window it tests, analyt'
+        >>> DriftSettings().cadence_notice(True) is None
+        True
+        """
+        spans = [("window_s", self.window_s)] * (self.baseline != "none")
+        if has_reference:
+            spans += [("reference_window_s", self.reference_window_s),
+                      ("known_window_s", self.known_window_s)]  # fmt: skip
+        longer = [(name, span) for name, span in spans if self.test_every_s > span]
+        if not longer:
+            return None
+        named = ", ".join(f"analytics.drift.{name} ({span:g} s)" for name, span in longer)
+        shortest = min(span for _, span in longer)
+        windows = "the window it tests" if len(longer) == 1 else "windows it tests"
+        return (f"analytics.drift.test_every_s ({self.test_every_s:g} s) is longer than "
+                f"{windows}, {named}: a drift test runs each time the events' time crosses a "
+                f"multiple of test_every_s (and at the first events), so the windows between "
+                f"two tests are never tested and traffic shorter than test_every_s is tested "
+                f"only at its start; set analytics.drift.test_every_s to at most "
+                f"{shortest:g} s (default 300 s)")  # fmt: skip
 
     @model_validator(mode="after")
     def _windows_hold_a_bucket(self) -> DriftSettings:

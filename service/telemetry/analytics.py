@@ -551,8 +551,9 @@ def build_analytics_metrics(
         ),
         drift_held_ahead=gauge(
             "drift_events_held_ahead", "Events the drift stage holds out of its windows now "
-            "because they were stamped more than analytics.drift.max_ahead_s ahead of the "
-            "watermark, plus those dropped while held (beyond 64 held): GET /v1/drift "
+            "because they were stamped more than analytics.drift.max_ahead_s (or the gap "
+            "rule's limit, analytics.drift.ahead_gap_factor) ahead of the watermark, plus "
+            "those dropped while held (beyond 64 held): GET /v1/drift "
             "event_time.ahead. Falls when analytics.drift.ahead_confirm of them confirm a "
             "jump in event time and are released into the windows.", [],
         ),

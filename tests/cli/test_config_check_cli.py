@@ -121,7 +121,7 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     # its range over draws of the 39 Latin setters (scope.cutoff_band; as the report has it)
     low, high = support["band_by_script"]["Latn"]
     assert low <= cutoff <= high
-    assert result.stderr.splitlines()[-17:] == [
+    assert result.stderr.splitlines()[-18:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
@@ -129,6 +129,8 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         *[f"#   {name} detector UNCALIBRATED (its counts are not facts and raise no drift "
           f"alarm): {judged[name]['uncalibrated']} (measured on {on[name]})"
           for name in ("novelty", "out_of_scope")],
+        # what to add to calibrate it (trial 41 L2), as the report's quality entry says it
+        f"#     to calibrate it: {judged['out_of_scope']['to_calibrate']}",
         f"#     out-of-scope calibration: {CALIBRATION_LIMIT}",
         # by script, measured per language: the demo gold set's languages (``jq .language``)
         # are en 39 answerable rows, hi-Latn 6 and hi 2 (Devanagari, the only such rows)

@@ -310,3 +310,41 @@ def test_records_held_only_for_an_end_read_leave_their_partition_fetched() -> No
     assert aligner.held_for_reads({"a": DONE, "b": LogPosition(10, 10)}) == {"a"}
     assert aligner.held_for_reads({"a": DONE, "b": MORE}) == set()  # b has records left
     assert aligner.held_for_reads({"a": DONE, "b": LogPosition(10, 10, checked_at=1.0)}) == set()
+
+
+def test_a_lone_outlier_at_a_partition_head_does_not_set_its_mark() -> None:
+    # s41 (trial 40, LOW 1): a's second record is stamped 2 h ahead of the records around it
+    aligner, _ = _aligner(skew=100)
+    _add(aligner, "a", [0, 7_200, 60, 120, 180, 240])
+    _add(aligner, "b", [30, 90, 150, 210, 7_000])
+    logs = {"a": DONE, "b": DONE}
+    # 7,200 is more than 100 after all 4 records after it: lone, ordered as one without a
+    # time (out with a@0). Marks: a 0, b 30; a goes up to 30 + 100 = 130, b up to 100
+    assert aligner.take(logs, 100) == [("a", ["a@0", "a@7200", "a@60", "a@120"]),
+                                       ("b", ["b@30", "b@90"])]  # fmt: skip
+    # marks: a 180 (not 7,200), b 150: a up to 250, b up to 280 (b@7000 waits)
+    assert aligner.take(logs, 100) == [("b", ["b@150", "b@210"]), ("a", ["a@180", "a@240"])]
+    assert aligner.take(logs, 100) == [("b", ["b@7000"])]
+
+
+def test_before_the_rule_the_outlier_let_the_other_partition_run_two_hours_ahead() -> None:
+    # for contrast, what a's mark at 7,200 did (the same log, the outlier taken at its
+    # stamp): b's records up to 7,300 went before a's records after the outlier
+    aligner, _ = _aligner(skew=100)
+    aligner.add("a", ["a@0", "a@7200", "a@60"], [0, 7_200, None])  # 60 without a time: no rule
+    _add(aligner, "b", [30, 90, 150, 210, 7_000])
+    logs = {"a": DONE, "b": DONE}
+    assert aligner.take(logs, 100) == [("a", ["a@0"]), ("b", ["b@30", "b@90"])]
+    # a's head is 7,200 now: b's records up to 7,300 all go at once
+    assert aligner.take(logs, 100) == [("b", ["b@150", "b@210", "b@7000"])]
+
+
+def test_a_real_jump_at_a_partition_head_is_taken_at_its_time() -> None:
+    aligner, _ = _aligner(skew=100)
+    _add(aligner, "a", [0, 7_200, 7_260, 7_320])  # traffic moved on: not lone
+    _add(aligner, "b", [30, 7_100, 7_250])
+    logs = {"a": DONE, "b": DONE}
+    assert aligner.take(logs, 100) == [("a", ["a@0"]), ("b", ["b@30"])]
+    # marks: a 7,200 (its head, at its time), b 7,100: a up to 7,200, b up to 7,300
+    assert aligner.take(logs, 100) == [("b", ["b@7100", "b@7250"]), ("a", ["a@7200"])]
+    assert aligner.take(logs, 100) == [("a", ["a@7260", "a@7320"])]

@@ -274,8 +274,12 @@ def test_known_refusal_alarms_on_a_rise_of_refused_known_questions() -> None:
 def test_too_few_known_questions_say_they_cannot_alarm() -> None:
     """2 known answerable questions an hour: 12 a 6 h window, under known_min_count 20: not
     tested, and the detectable line says it cannot alarm, naming the known-refusal settings
-    (a 6 h window at the mean's 12, uniform traffic: 20 needs 6 · 20 / 12 = 10 h; the
-    advice is sized at the mean since s37-trust)."""
+    (the advice is sized at the mean since s37-trust). By hand: the known questions are
+    events 0, 30, ..., 1410 (one a minute), 48 of them, one at the start of each 30th 1 min
+    bucket; the known window's watermark is the last one's, 23:30, so the events span
+    buckets 0 to 1410, 1,411 buckets. Busiest: any 360 consecutive buckets hold exactly 12
+    multiples of 30. Mean (events over the buckets spanned, times a window's 360 buckets):
+    48 · 360 / 1411 = 12.25 (12.2 printed). 20 needs 6 · 20 / 12.25 = 9.8 h: about 10 h."""
     drift = _stage()
     _feed(drift, 24, 60, _notes(30, 2))
     report = drift.report(detectable=True)
@@ -283,7 +287,7 @@ def test_too_few_known_questions_say_they_cannot_alarm() -> None:
     assert test["state"] == "insufficient_data"
     assert test["detectable"] == {"cannot_alarm": True, "text": (
         "known_refusal vs baseline: cannot alarm: its 6 h windows hold fewer than "
-        "known_min_count (20) known answerable questions (the busiest had 12, 12.0 on "
+        "known_min_count (20) known answerable questions (the busiest had 12, 12.2 on "
         "average); raise analytics.drift.known_window_s to about 10 h (at the mean; or lower "
         "analytics.drift.known_min_count)")}  # fmt: skip
     assert "analytics.drift.known_window_s" in test["insufficient"]

@@ -826,6 +826,15 @@ refusal alarm (baseline, 2026-11-18 08:00 UTC, 4.2 % → 13.8 % over its 4 h win
 2 h of the window. By the demo log's truth (``generate_with_meta``): refusal phase C starts
 06:32:50, the 2 h before the alarm hold 27 refusals of 127 answers (0.213), phase C as a
 whole 185 of 750 (0.247).
+All three rewritten in the forty-first session (s41-sizing, merged with main in the
+forty-second; trial 41 LOW 1 and 2) for added keys only (leaf-by-leaf diff against main's
+files and against s41-sizing's own regeneration: the same two added leaves each, every other
+leaf, the drift alarms' times and the sizing advice's figures included, unchanged): the
+demo's ``analytics.detector_quality.out_of_scope.to_calibrate`` and
+``analytics.out_of_scope.quality.to_calibrate`` ("add at least 11 off-topic questions ...":
+its detector is uncalibrated by its balanced accuracy, 9 of its 12 unanswerable rows judged
+in scope); the production-shaped and 20k reports' ``analytics.drift.alarms[0]`` and ``[1]``
+``reads`` (their two gold-set alarms: a standing gap to the gold set, not a dated change).
 """
 
 from __future__ import annotations

@@ -720,3 +720,17 @@ def test_the_novel_caveat_names_novelty_when_the_topics_line_names_the_kappa_gat
     assert line.startswith("topics (UNCALIBRATED, the model's reading, not facts: kappa 0.1")
     assert "(UNCALIBRATED: above)" not in line
     assert f"novel 29% (UNCALIBRATED, not facts: {analytics['novelty']['uncalibrated']}" in line
+
+
+def test_a_log_that_ends_a_few_events_after_a_pause_counts_them_as_before(tmp_path: Path) -> None:
+    """100 questions a minute apart, a 1 h pause, 3 more (s41 review): the drift windows' gap
+    rule holds the 3 (over 4 × 60 s and the 300 s lateness ahead) until 5 confirm the jump,
+    and the log ends first. A replay's end releases them (no later event refuted them): 103
+    accepted, none ahead, as before the rule."""
+    rows = [{"event_id": f"p-{i:03d}", "timestamp": 1_795_000_000 + 60 * i + (3_600 if i >= 100
+             else 0), "question": QUESTIONS[i % len(QUESTIONS)]} for i in range(103)]  # fmt: skip
+    log = tmp_path / "pause.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = run_replay(load_settings(), log, None, tmp_path / "dlq.jsonl")
+    timing = report["analytics"]["drift"]["event_time"]
+    assert (timing["late"], timing["future"], timing["ahead"]) == (0, 0, 0)

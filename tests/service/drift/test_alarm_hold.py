@@ -43,10 +43,13 @@ NOVEL_ONLY = ("novel", "novel", "x", "b", "b")
 #: alarm at its last test, 16:15: its 1 h window holds 12 events (3600 / 300), under the 200
 #: a test needs; 17 h = ⌈3600 × 200 / 12 / 3600⌉ would hold 200. The latest test with enough
 #: events is 10:45's (see :func:`test_the_held_untested_row_shows_its_latest_test`).
+#: The earlier window: one question every 10 s, 6 a minute, 60 full minutes = 360 (the busiest
+#: over the events' times since trial 41; the busiest TESTED one, 59 minutes and the one at the
+#: test mark, held 355).
 THIN_WHY = (
     "the questions given a topic fell (one in a language without gold rows is given none): "
     "the current 1 h window holds 12 questions given a topic, fewer than 200, though an "
-    "earlier one held 355; if it stays this low, raise analytics.drift.window_s to about 17 h "
+    "earlier one held 360; if it stays this low, raise analytics.drift.window_s to about 17 h "
     "(or lower analytics.drift.min_count)"
 )
 UNTESTED_HELD = (

@@ -153,7 +153,10 @@ def test_a_warm_up_that_holds_min_count_already_is_not_said_never_to_freeze() ->
 def test_a_window_just_under_min_count_is_not_called_a_fall_of_traffic() -> None:
     """Trial 17: "traffic fell: ... holds 197, though a tested one held 201" on flat traffic.
     A drop within Poisson noise (here ~196 against a busiest of ~202: 202 - 2 x 14.2 = 173.6)
-    says traffic hovers at the threshold; the rate it would need is the same advice."""
+    says traffic hovers at the threshold; the rate it would need is the same advice. The
+    earlier window is the busiest over the events' times (trial 41): 202 answers an hour on a
+    lattice of 3,600 / 202 s, so every 1 h window of hours 0-7 holds exactly 202 (the busiest
+    tested one, at the 5-minute marks, held 200)."""
     drift = DriftStage({}, clock=lambda: (START + timedelta(days=30)).timestamp())
     stamps = [3600 * h + 3600 * k / 202 for h in range(7) for k in range(202)]
     stamps += [7 * 3600 + 3600 * k / 196 for k in range(196)]
@@ -163,7 +166,7 @@ def test_a_window_just_under_min_count_is_not_called_a_fall_of_traffic() -> None
     assert test["state"] == "insufficient_data" and 190 <= n_cur < 200
     assert test["insufficient"] == (
         f"traffic hovers at the threshold: the current 1 h window holds {n_cur} answers, "
-        f"fewer than 200 (an earlier one held {drift.rates['refusal'].busiest['baseline']}); "
+        f"fewer than 200 (an earlier one held 202); "
         "raise analytics.drift.window_s to about 2 h (or lower analytics.drift.min_count)"
     )
 

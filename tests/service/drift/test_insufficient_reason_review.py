@@ -46,14 +46,15 @@ def test_reason_is_not_self_contradictory_after_a_busy_window() -> None:
         # "no 1 h window reached 200" must not be followed by a busiest window of >= 200
         assert busiest < 200, why
     # (s14-fix-drift) a window did reach 200: the reason says traffic fell, with the busiest
-    # tested window — 355, by hand in test_insufficient_reason (59 full minutes of 6 answers
-    # and the one at the test mark) — and the window the current rate would need. A 1 h
+    # window over the events' times (trial 41) — 360, 60 full minutes of 6 answers (the
+    # busiest tested one, 59 minutes and the one at the test mark, held 355) — and the window
+    # the current rate would need. A 1 h
     # window holds 4 or 5 answers 864 s apart (3,600 / 864 = 4.2); 200 at that rate need
     # 200 / n_current hours: 40 h for 5, 50 h for 4
     n_cur = test["n_current"]
     assert n_cur in (4, 5)
     assert why == (
         f"traffic fell: the current 1 h window holds {n_cur} answers, fewer than 200, though "
-        f"an earlier one held 355; if it stays this low, raise analytics.drift.window_s to "
+        f"an earlier one held 360; if it stays this low, raise analytics.drift.window_s to "
         f"about {200 // n_cur} h (or lower analytics.drift.min_count)"
     )

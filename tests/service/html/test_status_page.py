@@ -186,7 +186,9 @@ def test_page_opens_with_what_moved() -> None:
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     # the sample's drift: language (reference) hi-Latn 25 % -> 40 %, en 75 % -> 60 %;
     # refusals (baseline) 10 % -> 40 %
-    assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60%<br>"
+    # (a gold-set comparison says what it is, trial 41 L1)
+    assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60% (a standing "
+            "gap to the gold set, not a dated change)<br>"
             "refusal (baseline): 10.0% → 40.0%") in moved  # fmt: skip
     assert (
         "25.0% of 8 answers refused; answer.refused decided 5 answers, phrase patterns 3" in moved
@@ -224,8 +226,8 @@ def test_what_moved_marks_uncalibrated_shares_as_the_drift_table_does() -> None:
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     assert (
         "topic (reference): rising: places 18%→33%; falling: science 28%→16%; rising, raises no "
-        f"alarm: novel 5%→24% ({why})<br>"
-    ) in moved
+        f"alarm: novel 5%→24% ({why}) (a standing gap to the gold set, not a dated change)<br>"
+    ) in moved  # (a gold-set comparison: what it is, trial 41 L1)
     assert "rising: novel" not in moved
     assert f"out_of_scope (baseline): 20.6% → 37.2%; raises no alarm: {scope_why}" in moved
     table = page[page.index('<section id="drift">') :]
