@@ -41,6 +41,10 @@ MARK_BY_FIXTURE: dict[str, frozenset[str]] = {
     "prometheus": frozenset({"promtool"}),
     "chromium": frozenset({"chromium"}),
 }
+#: Tiers whose tests run one at a time under pytest-xdist (one ``xdist_group``): they start
+#: brokers, servers, browsers and pipelines of their own or measure wall-clock behaviour, and were
+#: written for a machine where nothing else of the suite runs beside them.
+HEAVY: tuple[str, ...] = ("slow", "kafka", "prometheus", "chromium", "reliability")
 SHARED_DATA = Path(os.environ.get("GOLDWATCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
@@ -71,9 +75,37 @@ def demo_replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         return run_replay(settings, demo_path("querylog.jsonl"), None, out / "demo.dlq.jsonl")
 
 
-@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by the real components it uses and by its folder (see the docstring)."""
+def _in_group(item: pytest.Item, group: str) -> None:
+    """Put ``item`` in xdist's ``group`` as ``--dist loadgroup`` means to: its node id ends
+    in ``@group`` on the worker, and the controller's scheduler keeps one group's tests on one
+    worker. pytest-xdist 3.8.0 (the newest) still writes ``item._nodeid``, which pytest 9.2's
+    ``Node.nodeid`` (``str(self._id)``) no longer reads: every group was ignored and heavy
+    tests ran on both workers at once (seen: ``tests/ops/test_rules.py``'s promtool tests split
+    5 / 2). Rewritten through ``NodeId.parse``, which keeps the exact string."""
+    node_id = str(item.nodeid)
+    if not node_id.endswith(f"@{group}"):
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(f"{node_id}@{group}")  # type: ignore[attr-defined]
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per core this process may run on
+    (``os.sched_getaffinity``; xdist's own count may take physical cores or the host's)."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers, and before xdist
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by the real components it uses and by its folder (see the docstring).
+
+    Under pytest-xdist (``-n auto --dist loadgroup``, pyproject's addopts) every test of a heavy
+    tier (:data:`HEAVY`: real brokers, servers, browsers, subprocess pipelines, wall-clock and
+    fault tests) goes to one group, so they run one at a time on one worker, as in a serial
+    run, while the other workers take the fast tier's unit tests beside them."""
+    grouped = config.pluginmanager.hasplugin("xdist")
+    # on an xdist worker with --dist loadgroup (the group goes into the id the controller sees)
+    suffix = grouped and hasattr(config, "workerinput") and bool(config.getvalue("loadgroup"))
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for mark, fixtures in MARK_BY_FIXTURE.items():
@@ -81,3 +113,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(mark)
         if item.path.is_relative_to(RELIABILITY) and not item.get_closest_marker("reliability"):
             item.add_marker("reliability")
+        if grouped and any(item.get_closest_marker(mark) for mark in HEAVY):
+            item.add_marker(pytest.mark.xdist_group("heavy"))
+            if suffix:
+                _in_group(item, "heavy")
