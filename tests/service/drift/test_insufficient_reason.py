@@ -32,6 +32,12 @@ SAID = ("no 1 h window reached 200 {unit}; the busiest had 42, 41.9 on average: 
 def _one_day() -> DriftStage:
     drift = DriftStage({"language": {"en": 50}, "topic": {"fees": 50}},
                        clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+    return feed_one_day(drift)
+
+
+def feed_one_day(drift: DriftStage) -> DriftStage:
+    """Feed ``drift`` one day of 1,000 English "fees" questions 86.4 s apart from
+    :data:`START`, every fourth refused, in ten batches of 100; returns it."""
     for start in range(0, 1000, 100):
         events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=86.4 * i))
                   for i in range(start, start + 100)]  # fmt: skip

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from service.drift.stage import DriftStage
 from service.drift.windows import WindowConfig
 from service.settings.sections import DriftSettings
+from tests.service.drift.test_insufficient_reason import feed_one_day
 
 START = datetime(2026, 11, 20, tzinfo=UTC)  # a multiple of 999,999 s? no: 1,795,132,800 s
 
@@ -30,13 +31,7 @@ def _day(test_every_s: float) -> DriftStage:
     config = WindowConfig(test_every_s=test_every_s)
     drift = DriftStage({}, windows=config, known_windows=config,
                        clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
-    for start in range(0, 1000, 100):
-        events = [types.SimpleNamespace(timestamp=START + timedelta(seconds=86.4 * i))
-                  for i in range(start, start + 100)]  # fmt: skip
-        notes = [{"language": "en", "topic": "fees", "refused": i % 4 == 0}
-                 for i in range(start, start + 100)]  # fmt: skip
-        drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
-    return drift
+    return feed_one_day(drift)
 
 
 def test_the_advice_is_the_same_whatever_the_test_cadence() -> None:
