@@ -305,8 +305,7 @@ def run_replay(
                 until_eof=True,
                 engine=engine,
             )
-            if (drift := live.analytics.drift) is not None:
-                drift.finish()  # the events held at the log's end that nothing refuted
+            live.finish_drift()  # the events held at the log's end that nothing refuted
             live.finish()
     finally:
         live.close()
