@@ -118,7 +118,10 @@ _HINDI_AUXILIARIES = frozenset(
 #: postpositions, pronouns and their possessives, the auxiliaries (forms of ہونا, جانا,
 #: رہنا, سکنا, چکنا) and the light verb کرنا, question words, conjunctions, negation,
 #: particles. Not content words a topic could be named by (کام work, لوگ people, وقت time,
-#: سال year, دن day, گھر home).
+#: سال year, دن day, گھر home). Pooled with Arabic and Persian, a few of them are also
+#: content words there, dropped from those labels too: Persian جو (barley), کر (deaf), سی
+#: (thirty), Arabic and Persian جن (jinn) — Urdu's relative pronouns جو, جن are too common
+#: in its questions to keep.
 _URDU_FUNCTION = frozenset(
     """
     کا کے کی کو سے میں پر تک نے لیے لئے والا والے والی ساتھ بارے بغیر بعد پہلے اندر باہر
