@@ -36,7 +36,7 @@ def _log(path: Path) -> Path:
 
 
 def _served(settings: Any) -> tuple[dict[str, Any], float | None]:
-    """The analytics report (its ``drift`` is ``GET /v1/drift``) at ``input_finished`` and the
+    """The analytics report (``/v1/analytics``'s body) at ``input_finished`` and the
     ``goldwatch_drift_events_held_ahead`` gauge then."""
     runtime = Runtime(settings, registry=CollectorRegistry())
     try:
