@@ -430,9 +430,8 @@ class _WindowedDetector:
         return self._windows.flush(lambda _: self._evaluate())
 
     def finish(self) -> bool:
-        """The input ended (a replay's end, or the end of serve's file or stdin source):
-        release the held events no later event refuted and test if that reached a new test
-        time (see
+        """The input ended (a replay's end): release the held events no later event refuted
+        and test if that reached a new test time (see
         :meth:`~service.drift.windows.ComparisonWindows.finish`); whether it tested."""
         return self._windows.finish(lambda _: self._evaluate())
 

@@ -815,10 +815,9 @@ class DriftStage:
             self._record_alarms()
 
     def finish(self) -> None:
-        """The input ended (a replay's end, or the end of ``serve``'s file or stdin source):
-        each detector releases the events its windows hold that no later event refuted (a log
-        that ended a few events after a pause), tests if that reached a new test time, and
-        what that changed is recorded. Not while a stream goes on (Kafka, a followed file): a
+        """The input ended (a replay's end): each detector releases the events its windows
+        hold that no later event refuted (a log that ended a few events after a pause), tests
+        if that reached a new test time, and what that changed is recorded. Not in serve: a
         later event may still refute them (they wait, counted ``ahead``)."""
         tested = [detector.finish() for detector in self._detectors().values()]
         if any(tested):

@@ -684,8 +684,7 @@ class CategoryWindow:
         than the gap limit left those events held (100 events 60 s apart, a 1 h pause, 3 more:
         3 ahead; 103 accepted before the rule). ``last_*`` then describe the release: no
         event of an update (empty masks), ``last_released`` and ``last_accepted`` the events
-        added. Not for a stream that goes on (Kafka, a followed file): a later event may still
-        refute them.
+        added. Not for a stream that goes on (serve): a later event may still refute them.
         """
         empty = WindowUpdate(0, 0, 0, 0)
         if self.watermark is None or not self._held:

@@ -305,7 +305,8 @@ def run_replay(
                 until_eof=True,
                 engine=engine,
             )
-            live.finish_drift()  # the events held at the log's end that nothing refuted
+            if (drift := live.analytics.drift) is not None:
+                drift.finish()  # the events held at the log's end that nothing refuted
             live.finish()
     finally:
         live.close()

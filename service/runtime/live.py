@@ -184,23 +184,6 @@ class Live:
                 self.name_unlabelled()
         self.export_shadow()
 
-    def finish_drift(self) -> None:
-        """The finite input ended (a replay's last event, or the end of ``serve``'s file or
-        stdin source): the drift stage adds the events its windows hold that no later event
-        refuted (:meth:`~service.drift.stage.DriftStage.finish`), so the counts then are a
-        replay's of the same file, and the drift metrics follow as after a batch (gauges,
-        events kept out, alarms the release raised). No-op without drift. Call in the
-        pipeline's thread or with its lock held."""
-        drift = self.analytics.drift
-        if drift is None:
-            return
-        drift.finish()
-        if self.analytics_metrics is not None:
-            self.analytics_metrics.observe_drift(drift.report())
-            self.analytics_metrics.count_kept_out(drift.take_kept_out())
-            self.analytics_metrics.count_alarms(drift.take_alarms())
-            self.name_unlabelled()
-
     def export_drift(self) -> None:
         """Set the drift gauges from the drift stage's report: after a restore, which would
         otherwise leave them at 0 until the first batch (a review: a restart resolved the

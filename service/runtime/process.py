@@ -453,9 +453,6 @@ class Runtime:
             if self.stop_event.is_set():  # the stop folds in and checkpoints
                 return
             with self.engine.lock:
-                # the events the drift windows hold that nothing refuted are added, as at a
-                # replay's end (an HTTP ingest after this is judged against the new time)
-                self.live.finish_drift()
                 self.live.finish(timeout_s=0.0)
                 try:  # ... and checkpoint it (else only the stop would)
                     self.engine.checkpoint()
