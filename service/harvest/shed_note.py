@@ -11,7 +11,7 @@ status page, ``live`` (``True``: the count is ``serve``'s, since its start).
 last one ran (up to ``pipeline.max_batch_size``), so a file read faster than the pipeline
 fills its batches and more is shed than when the same events trickle in; trial 41 read 588
 and 701 shed on two runs of one file. A replay's batches are always full and the same, and it
-sheds none unless ``harvest.max_new_per_batch`` is set (:data:`LIVE_CAVEAT`).
+sheds none unless ``harvest.max_new_per_batch`` is set in its configuration (:data:`LIVE_CAVEAT`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ENV = "GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH"
 #: What a live (``serve``) shed count is said to depend on, wherever it is shown.
 LIVE_CAVEAT = (
     f"the count depends on how fast events arrived (a batch holds what came while the last one "
-    f"ran); a replay of the same file sheds none unless {SETTING} is set"
+    f"ran); a replay of the same file sheds none unless {SETTING} is set in its configuration"
 )
 
 
@@ -45,8 +45,8 @@ def shed_note(summary: Mapping[str, Any]) -> str | None:
     'shed: 0 (no bound on new questions per batch in this run; a repl'
     >>> shed_note({"shed": 7, "max_new_per_batch": 48})[:71]
     'shed: 7 picked events whose new question was over harvest.max_new_per_b'
-    >>> shed_note({"shed": 7, "max_new_per_batch": 48, "live": True})[-76:]
-    'a replay of the same file sheds none unless harvest.max_new_per_batch is set'
+    >>> shed_note({"shed": 7, "max_new_per_batch": 48, "live": True})[-60:]
+    'unless harvest.max_new_per_batch is set in its configuration'
     """
     shed = summary.get("shed")
     if shed is None:

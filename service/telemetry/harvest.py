@@ -88,7 +88,7 @@ def build_harvest_metrics(
                      "was shed by harvest.max_new_per_batch (not near-duplicate-matched, not "
                      "kept). The count depends on how fast events arrived (a batch holds "
                      "what came while the last one ran); a replay of the same file sheds "
-                     "none unless the setting is set.", registry=registry),
+                     "none unless its configuration sets it.", registry=registry),
         too_long=Counter(_name("gold_candidates_too_long"), "Picked live events whose "
                          "question is longer than harvest.max_question_chars (never "
                          "suggested).", registry=registry),

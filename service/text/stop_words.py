@@ -120,8 +120,11 @@ _HINDI_AUXILIARIES = frozenset(
 #: particles. Not content words a topic could be named by (کام work, لوگ people, وقت time,
 #: سال year, دن day, گھر home). Pooled with Arabic and Persian, a few of them are also
 #: content words there, dropped from those labels too: Persian جو (barley), کر (deaf), سی
-#: (thirty), Arabic and Persian جن (jinn) — Urdu's relative pronouns جو, جن are too common
-#: in its questions to keep.
+#: (thirty), Arabic and Persian جن (jinn), and (a review's reading) Persian پر (full, feather),
+#: پاس (guard), والی (governor), Arabic اب (father, without hamza) — Urdu's relative pronouns
+#: جو, جن are too common in its questions to keep. Left out for that reason: تب (then; Persian
+#: fever) and صرف (only; Arabic and Persian spending, exchange), content words in the pooled
+#: languages that an Urdu label may show.
 _URDU_FUNCTION = frozenset(
     """
     کا کے کی کو سے میں پر تک نے لیے لئے والا والے والی ساتھ بارے بغیر بعد پہلے اندر باہر
@@ -134,8 +137,8 @@ _URDU_FUNCTION = frozenset(
     گیا گئی گئے گئیں جاتا جاتی جاتے جا جائے جائیں جانا جانے گا گی گے
     کر کرنا کرنے کرتا کرتی کرتے کیا کیے کئے کریں کرے کرو کرکے چاہیے چاہئے
     سا سی کون کیوں کیسے کیسا کیسی کب کہاں کتنا کتنی کتنے کونسا کونسی کونسے
-    اور یا لیکن مگر اگر تو پھر بھی کہ کیونکہ تاکہ جب تب جبکہ بلکہ اگرچہ چونکہ نیز
-    نہیں نہ مت ہی بہت زیادہ صرف بس ابھی اب یہاں وہاں جہاں کہیں ایسا ایسی ایسے ویسا ویسے ایک
+    اور یا لیکن مگر اگر تو پھر بھی کہ کیونکہ تاکہ جب جبکہ بلکہ اگرچہ چونکہ نیز
+    نہیں نہ مت ہی بہت زیادہ بس ابھی اب یہاں وہاں جہاں کہیں ایسا ایسی ایسے ویسا ویسے ایک
     """.split()
 )
 

@@ -273,7 +273,7 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
     # 701 on two runs of one file); the page says so, and what a replay does
     assert ("the count depends on how fast events arrived (a batch holds what came while the "
             "last one ran); a replay of the same file sheds none unless "
-            "harvest.max_new_per_batch is set.") in listed  # fmt: skip
+            "harvest.max_new_per_batch is set in its configuration.") in listed  # fmt: skip
     assert "1 more suggestions not shown." in listed  # 21 undecided, 20 listed
 
 
