@@ -33,7 +33,7 @@ DUPLICATE_FEEDBACK_NOTE = (
     "an event whose event_id was seen recently is dropped whole: its feedback is not added "
     "to the event already processed (events are not updated). Send the rating with the "
     "event; for a traced answer, on a span of its trace (traces.mapping.feedback_attribute, "
-    "docs/traces.md 'User feedback')"
+    "docs/traces.md 'User feedback and refusal flags on traces')"
 )
 
 
