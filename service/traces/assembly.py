@@ -304,10 +304,11 @@ class TraceAssembler:
         result = Preview()
         held: dict[str, set[str]] = {}  # trace -> span ids it would hold
         again: dict[str, _Again] = {}  # handed-out trace -> its counts after these spans
+        stored = self._again
         for span in spans:
             trace_id = span.trace_id
-            if trace_id not in again and trace_id in self._again:
-                again[trace_id] = self._again[trace_id].copy()
+            if stored and trace_id in stored and trace_id not in again:
+                again[trace_id] = stored[trace_id].copy()
             late = self._handed_out(span, again)
             if late is not None:
                 result.rejected.append(late)
