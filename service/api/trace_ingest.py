@@ -295,6 +295,8 @@ class TraceIngest:
             self.runtime.state.checkpoint(updates)
         for trace_id, key in added:
             self._keys.setdefault(trace_id, []).append(key)
+        for trace_id in again:  # written now: a deletion queued before must not undo it
+            self._remembered.pop(f"{AGAIN_PREFIX}{trace_id}", None)
         self._again_keys.update(again)
         return counted
 
