@@ -128,7 +128,7 @@ def test_each_event_gets_the_prior_of_the_events_before_it(seed: int) -> None:
         if not question.startswith("?") and question != UNDETERMINED:
             counts[question] = counts.get(question, 0) + 1
     assert stage.supported == counts
-    assert len({p for p in detector.priors}) > 3  # the prior moved along the stream
+    assert len(set(detector.priors)) > 3  # the prior moved along the stream
 
 
 def test_a_restart_mid_stream_labels_as_an_unbroken_run() -> None:
@@ -196,7 +196,7 @@ def _pipeline_languages(questions: list[str], size: int, gold: bool) -> list[str
         gold_set, corpus = load_gold_set(demo_path("gold.jsonl")), load_corpus(
             demo_path("corpus.jsonl"))  # fmt: skip
     else:
-        gold_set, corpus = GoldSet([]), Corpus([])
+        gold_set, corpus = GoldSet(()), Corpus(())
     analytics = build_analytics(load_settings(None).analytics, gold_set, corpus)
     pipeline = Pipeline(list(analytics.stages))
     events = [QueryLogEvent.model_validate({"event_id": f"q-{i}", "question": q,
