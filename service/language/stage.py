@@ -104,10 +104,11 @@ class LanguageStage:
         :meth:`baseline_prior` is computed again only when one more ``language`` could
         change it: ``language`` now qualifies and is not in it yet, or is in it behind a
         language it may now tie with or pass, or the prior's last language (its fewest)
-        has fallen below :data:`BASELINE_MIN_SHARE` of the new total. Otherwise a count
-        that grows only lifts ``language`` within its place and the total, which no other
-        member fails (``tests/service/test_language_batching.py`` checks the prior against
-        :meth:`baseline_prior` after every event of random streams)."""
+        has fallen below :data:`BASELINE_MIN_SHARE` of the new total. Otherwise the order
+        stands (``language`` stays behind a language with more), the last language still
+        has the fewest and still makes the share, so every other one does
+        (``tests/service/test_language_batching.py`` checks the prior against the rule
+        before every event of random streams)."""
         counts = self._supported
         n = counts.get(language, 0) + 1
         counts[language] = n
