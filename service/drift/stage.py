@@ -54,6 +54,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -66,6 +67,7 @@ from service.drift.detectors import (
     WindowConfig,
 )
 from service.drift.distances import Counts
+from service.drift.strata import joint_key
 from service.drift.sizing import (
     NEW_CATEGORY,
     Detectable,
@@ -117,6 +119,9 @@ RESTORE_RULES: dict[str, tuple[str, str, str]] = {
                      "before they counted only the verdicts the off-corpus cutoff's range "
                      "does not move"),
 }  # fmt: skip
+#: The most languages the topic windows keep apart (:attr:`DriftStage.topic_strata`); the
+#: questions of any other language are counted together (stratum ``""``).
+TOPIC_STRATA = 16
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
@@ -167,6 +172,9 @@ class _Column(NamedTuple):
     values: list[Any]
     #: the batch's rows the values are of, increasing (``None``: every row)
     rows: list[int] | None
+    #: what the live counts take (``None``: ``values``): the topics of the topic column,
+    #: whose ``values`` are joint keys of topic and language (:meth:`DriftStage._joint`)
+    counted: list[Any] | None = None
 
 
 class _Feed(NamedTuple):
@@ -222,6 +230,13 @@ def _columns(
     return columns
 
 
+def _joint_windows(windows: WindowConfig) -> WindowConfig:
+    """The topic windows' configuration: ``windows`` keeping as many topics apart in each
+    of the :data:`TOPIC_STRATA` languages and the rest (joint keys, :mod:`service.drift.strata`)
+    as ``windows`` keeps categories."""
+    return replace(windows, max_categories=windows.max_categories * (TOPIC_STRATA + 1))
+
+
 def _pick(streams: list[str] | None, rows: list[int]) -> list[str] | None:
     """The streams of ``rows`` (``None``: one stream)."""
     return None if streams is None else [streams[i] for i in rows]
@@ -269,12 +284,18 @@ class DriftStage:
         known_windows: WindowConfig | None = None,
         known_min_count: int = 30,
         clock: Callable[[], float] = time.time,
+        gold_topic_strata: Mapping[str, Counts] | None = None,
     ) -> None:
         windows = windows or WindowConfig()
         self.clock = clock
         common = {"windows": windows, "min_count": min_count, "alpha": alpha,
                   "n_dimensions": len(SHARED)}  # fmt: skip
         self.gold_counts = {dim: dict(counts) for dim, counts in gold_counts.items()}
+        #: the languages the topic windows keep apart (the strata of the topic test's
+        #: standardisation, :mod:`service.drift.strata`): the gold set's topic rows'
+        #: languages (most rows first), then the languages live topic questions come in, in
+        #: the order first seen, at most TOPIC_STRATA; any other language is stratum ""
+        self.topic_strata: list[str] = []
         self.categorical = {
             dim: CategoricalDriftDetector(
                 self.gold_counts.get(dim),
@@ -282,10 +303,12 @@ class DriftStage:
                 min_share_change=min_share_change,
                 clear_jsd=min_jsd / 2,
                 clear_share_change=min_share_change / 2,
-                **common,  # type: ignore[arg-type]
+                **{**common, **({"windows": _joint_windows(windows), "strata": "language"}
+                                if dim == "topic" else {})},  # type: ignore[arg-type]
             )
             for dim in CATEGORICAL
         }
+        self.set_topic_strata(gold_topic_strata)
         # known_refusal and known_miss: their own windows and min_count (known questions are
         # few), the same level as each shared dimension's (each its own Bonferroni share, as
         # terms)
@@ -651,6 +674,45 @@ class DriftStage:
         return {name: self._state_of(dim, state, det.reports.get(name), name)
                 for name, state in det.states.items()}  # fmt: skip
 
+    def set_topic_strata(self, gold_topic_strata: Mapping[str, Counts] | None) -> None:
+        """Replace the gold set's topic rows by language, ``{language: {topic: rows}}``
+        (``None``: none), the strata of the topic comparison with the gold set: its reference
+        is the one the gold set would have had under the live window's language mix
+        (:func:`~service.drift.strata.standardised_reference`). The gold set's languages are
+        kept apart in the topic windows from now on (most rows first, at most
+        :data:`TOPIC_STRATA` with the live languages seen so far)."""
+        self.categorical["topic"].set_reference_strata(gold_topic_strata)
+        if gold_topic_strata:
+            rows = {lang: sum(cells.values()) for lang, cells in gold_topic_strata.items()}
+            gold = sorted((lang for lang, n in rows.items() if n > 0), key=lambda g: -rows[g])
+            kept = [*gold, *(lang for lang in self.topic_strata if lang not in rows)]
+            self.topic_strata = kept[:TOPIC_STRATA]
+        self._stratum_of = set(self.topic_strata)
+
+    def _joint(self, columns: list[_Column]) -> list[_Column]:
+        """``columns`` with the topic column's values as joint keys of topic and the
+        question's language (its stratum: the language when among :attr:`topic_strata`, a
+        new language joining them while they are fewer than :data:`TOPIC_STRATA`, else
+        ``""``), its topics kept for the live counts (``counted``)."""
+        languages = columns[0].values  # (every event's, "und" when none)
+        for i, column in enumerate(columns):
+            if column.dimension != "topic":
+                continue
+            rows = column.rows
+            langs = languages if rows is None else [languages[r] for r in rows]
+            kept, strata = self._stratum_of, self.topic_strata
+            keys = []
+            for topic, lang in zip(column.values, langs, strict=True):
+                if lang not in kept:
+                    if len(strata) < TOPIC_STRATA:
+                        strata.append(lang)
+                        kept.add(lang)
+                    else:
+                        lang = ""
+                keys.append(joint_key(topic, lang))
+            columns[i] = _Column("topic", keys, rows, column.values)
+        return columns
+
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
         """Replace the gold-set reference counts (the gold set grew); live windows are kept,
         the next tests compare against the new reference."""
@@ -730,7 +792,7 @@ class DriftStage:
         now = np.repeat(np.array(nows, dtype=np.float64), sizes)
         detectors = self._detectors()
         feeds: list[_Feed] = []
-        for column in _columns(annotations, questions):
+        for column in self._joint(_columns(annotations, questions)):
             rows = column.rows
             if rows is None:
                 feeds.append(_Feed(column, detectors[column.dimension], ts, now, streams, ends))
@@ -745,14 +807,14 @@ class DriftStage:
         # each detector's reports after each of its tests, at the batch's event it followed
         logs: dict[str, TestLog] = {}
         for feed, wm in zip(feeds, marks, strict=True):
-            dim, values, rows = feed.column
+            dim, values, rows, counted = feed.column
             tests: TestLog = []
             feed.detector.update_many(values, feed.timestamps, feed.now, feed.streams,
                                       watermarks=wm, tests=tests, checks=feed.checks)  # fmt: skip
             logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:  # (values: of the column's rows)
-                self.live_counts[dim].update(values)
+                self.live_counts[dim].update(values if counted is None else counted)
         late, future = self._kept_out_counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, None)
         return True
@@ -838,7 +900,7 @@ class DriftStage:
         detectors = self._detectors()
         latest = {dim: det.reports for dim, det in detectors.items()}  # before the chunk
         logs: dict[str, TestLog] = {}
-        for dim, values, rows in _columns(annotations, questions):
+        for dim, values, rows, counted in self._joint(_columns(annotations, questions)):
             tests: TestLog = []
             if rows is None:
                 detectors[dim].update_many(values, stamps, now, streams, tests=tests)
@@ -848,7 +910,7 @@ class DriftStage:
             logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:
-                self.live_counts[dim].update(values)
+                self.live_counts[dim].update(values if counted is None else counted)
         counter = self._kept_out_counter
         late, future = counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, counter.held_mask())
@@ -1146,6 +1208,7 @@ class DriftStage:
             "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
+            "topic_strata": list(self.topic_strata),
             **{key: rule for key, rule, _ in RESTORE_RULES.values()},
         }
 
@@ -1175,6 +1238,10 @@ class DriftStage:
                     continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
+        saved = [str(lang) for lang in state.get("topic_strata", ())]  # (older: none)
+        merged = [*saved, *(lang for lang in self.topic_strata if lang not in saved)]
+        self.topic_strata = list(dict.fromkeys(merged))[:TOPIC_STRATA]
+        self._stratum_of = set(self.topic_strata)
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
         self._last_state = dict(state.get("last_state", {}))
         named = state.get("named")
