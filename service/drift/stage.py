@@ -1346,6 +1346,19 @@ def _utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def adjusted_note(test: Mapping[str, Any]) -> str:
+    """What a categorical test's or alarm's reference was standardised to, as the reports say
+    it after what moved (``""`` when compared as it is; :mod:`service.drift.strata`):
+
+    >>> adjusted_note({"adjusted_for": "language"})
+    ' (adjusted for the language mix)'
+    >>> adjusted_note({})
+    ''
+    """
+    by = test.get("adjusted_for")
+    return f" (adjusted for the {by} mix)" if by else ""
+
+
 def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
     """A rate alarm's move, the newest part of its window first when the window holds two
     rates (:func:`service.drift.detectors.newest_part`; trial 41: "0.0% -> 9.7%" over a 24 h
@@ -1725,9 +1738,12 @@ def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
         return {"rising_terms": [{key: row[key] for key in keys} for row in test["rising"]],
                 "terms_tested": test["terms_tested"], "p_value": test["p_value"],
                 "alpha": test["alpha"]}  # fmt: skip
-    return {
+    moved = {
         "rising": [row["category"] for row in test.get("rising", ())],
         "falling": [row["category"] for row in test.get("falling", ())],
         "js_divergence": test.get("js_divergence"),
         "p_value": test.get("p_value"),
     }
+    if test.get("adjusted_for"):  # the reference standardised to the window's mix of it
+        moved["adjusted_for"] = test["adjusted_for"]
+    return moved
