@@ -79,7 +79,6 @@ from service.drift.distances import (
     js_divergence_lower_bound,
     psi_from_shares,
 )
-from service.drift.strata import split_joint, standardised_reference
 from service.drift.stats_tests import (
     ShareChange,
     auto_is_asymptotic,
@@ -88,6 +87,7 @@ from service.drift.stats_tests import (
     share_changes_from_table,
     two_proportion_test,
 )
+from service.drift.strata import split_joint, standardised_reference
 from service.drift.windows import (
     CategoryWindow,
     ComparisonWindows,

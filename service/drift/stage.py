@@ -53,8 +53,8 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -67,7 +67,6 @@ from service.drift.detectors import (
     WindowConfig,
 )
 from service.drift.distances import Counts
-from service.drift.strata import joint_key
 from service.drift.sizing import (
     NEW_CATEGORY,
     Detectable,
@@ -76,6 +75,7 @@ from service.drift.sizing import (
     smallest_rate_rise,
 )
 from service.drift.stats_tests import coverage_gaps
+from service.drift.strata import joint_key
 from service.drift.terms import TermsDriftDetector, question_terms
 from service.pipeline import Batch
 
@@ -296,6 +296,11 @@ class DriftStage:
         #: languages (most rows first), then the languages live topic questions come in, in
         #: the order first seen, at most TOPIC_STRATA; any other language is stratum ""
         self.topic_strata: list[str] = []
+        # topic: joint topic × language keys in its windows, its reference standardised to
+        # the window's language mix (service.drift.strata)
+        settings = {dim: {**common, **({"windows": _joint_windows(windows), "strata": "language"}
+                                       if dim == "topic" else {})}
+                    for dim in CATEGORICAL}  # fmt: skip
         self.categorical = {
             dim: CategoricalDriftDetector(
                 self.gold_counts.get(dim),
@@ -303,8 +308,7 @@ class DriftStage:
                 min_share_change=min_share_change,
                 clear_jsd=min_jsd / 2,
                 clear_share_change=min_share_change / 2,
-                **{**common, **({"windows": _joint_windows(windows), "strata": "language"}
-                                if dim == "topic" else {})},  # type: ignore[arg-type]
+                **settings[dim],  # type: ignore[arg-type]
             )
             for dim in CATEGORICAL
         }
