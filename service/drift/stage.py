@@ -705,15 +705,13 @@ class DriftStage:
             rows = column.rows
             langs = languages if rows is None else [languages[r] for r in rows]
             kept, strata = self._stratum_of, self.topic_strata
-            keys = []
-            for topic, lang in zip(column.values, langs, strict=True):
-                if lang not in kept:
-                    if len(strata) < TOPIC_STRATA:
-                        strata.append(lang)
-                        kept.add(lang)
-                    else:
-                        lang = ""
-                keys.append(joint_key(topic, lang))
+            seen = dict.fromkeys(langs)  # (in the order first seen: new strata join so)
+            for lang in seen:
+                if lang not in kept and len(strata) < TOPIC_STRATA:
+                    strata.append(lang)
+                    kept.add(lang)
+            suffix = {lang: joint_key("", lang if lang in kept else "") for lang in seen}
+            keys = [topic + suffix[lang] for topic, lang in zip(column.values, langs, strict=True)]
             columns[i] = _Column("topic", keys, rows, column.values)
         return columns
 
