@@ -29,7 +29,7 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -56,7 +56,11 @@ class InMemoryIngest(TraceIngest):
     """The path before durability: spans are assembled, nothing is written."""
 
     def _persist(
-        self, kept: Sequence[Span], letters: Sequence[DeadLetter], duplicates: int
+        self,
+        kept: Sequence[Span],
+        letters: Sequence[DeadLetter],
+        duplicates: int,
+        again: Mapping[str, Mapping[str, int]] = {},  # noqa: B006 (read only)
     ) -> dict[str, int]:
         return {}
 

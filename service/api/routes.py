@@ -27,6 +27,14 @@ from service.api.schemas import (
 from service.runtime.process import StatusReport
 
 router = APIRouter(route_class=TokenFirstRoute)
+#: ``POST /v1/events``' ``note`` when the request had duplicates and carried feedback
+#: (trial t42 L1: a thumbs-down posted later with a traced answer's id was silently dropped).
+DUPLICATE_FEEDBACK_NOTE = (
+    "an event whose event_id was seen recently is dropped whole: its feedback is not added "
+    "to the event already processed (events are not updated). Send the rating with the "
+    "event; for a traced answer, on a span of its trace (traces.mapping.feedback_attribute, "
+    "docs/traces.md 'User feedback and refusal flags on traces')"
+)
 
 
 @router.get("/healthz", response_model=Health, tags=["ops"])
@@ -138,6 +146,7 @@ def _split_events(body: bytes, limit: int) -> list[bytes]:
 @router.post(
     "/v1/events",
     response_model=IngestResult,
+    response_model_exclude_none=True,  # ``note`` only when it says something
     responses={
         400: {"description": "nothing in the body could be used (all dead-lettered)"},
         401: {"description": "no bearer token"},
@@ -174,6 +183,9 @@ async def post_events(request: Request, runtime: RuntimeDep, _: TokenDep) -> Any
         duplicates=outcome.counts.duplicates - outcome.repeated,  # those are listed below
         dead_lettered=rejected,
     )
+    if result.duplicates and any(b'"feedback"' in value for value in values):
+        result.note = DUPLICATE_FEEDBACK_NOTE
     if values and len(rejected) == len(values):
-        return JSONResponse(result.model_dump(), status_code=status.HTTP_400_BAD_REQUEST)
+        return JSONResponse(result.model_dump(exclude_none=True),
+                            status_code=status.HTTP_400_BAD_REQUEST)  # fmt: skip
     return result

@@ -57,6 +57,12 @@ class IngestResult(BaseModel):
     accepted: int = Field(description="processed by the pipeline")
     duplicates: int = Field(description="already seen (same event_id)")
     dead_lettered: list[Rejected]
+    note: str | None = Field(
+        default=None,
+        description="only when the request had duplicates and carried feedback: a "
+        "duplicate is dropped whole, so its feedback is not added to the event already "
+        "processed (absent otherwise)",
+    )
 
 
 class Totals(BaseModel):

@@ -30,6 +30,7 @@ class Shed(TypedDict, total=False):
 
     shed: int
     max_new_per_batch: int | None
+    live: bool
 
 
 class Documents(TypedDict, total=False):
@@ -91,16 +92,19 @@ def _documents(runtime: Runtime) -> Documents:
 
 
 def _shed(runtime: Runtime) -> Shed:
-    """``{"shed": n, "max_new_per_batch": bound}``: picked events whose new question
-    harvesting shed since this process started (``goldwatch_gold_candidates_shed_total``)
-    and the bound that sheds them; empty when the runtime does not harvest."""
+    """``{"shed": n, "max_new_per_batch": bound, "live": True}``: picked events whose new
+    question harvesting shed since this process started
+    (``goldwatch_gold_candidates_shed_total``) and the bound that sheds them; ``live``: the
+    count depends on how fast events arrived (:data:`service.harvest.shed_note.LIVE_CAVEAT`),
+    which the page says. Empty when the runtime does not harvest."""
     live = getattr(runtime, "live", None)
     stage = getattr(live, "harvest", None)
     registry = getattr(runtime, "registry", None)
     if stage is None or registry is None:
         return {}
     shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
-    return {"shed": int(shed or 0), "max_new_per_batch": stage.config.max_new_per_batch}
+    return {"shed": int(shed or 0), "max_new_per_batch": stage.config.max_new_per_batch,
+            "live": True}  # fmt: skip
 
 
 def _render(runtime: Runtime, refresh_s: int, cache: SectionCache, harvest: Any) -> str:

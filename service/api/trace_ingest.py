@@ -17,9 +17,12 @@ dead-letter file, each one consumed message, so ``consumed = processed + duplica
 dead_lettered``); the spans in them are counted in ``goldwatch_trace_spans_rejected_total``
 (and ``partial_success.rejected_spans``). Spans sent again
 (:data:`~service.traces.assembly.REPEAT_REASONS`) are no dead letters: kept once while their
-trace is open; after it was handed out the trace counts as a duplicate. The span ids of
-handed-out traces are kept in the state store (:data:`EMITTED_PREFIX`, written with the
-trace's checkpoint) so that this holds across a restart.
+trace is open; after it was handed out the trace counts as a duplicate, once per time it is
+sent again however its spans are split across requests (the assembler's rule:
+:attr:`~service.traces.assembly.Rejected.counts_duplicate`). The span ids of handed-out
+traces are kept in the state store (:data:`EMITTED_PREFIX`, written with the trace's
+checkpoint), and how often each came again (:data:`AGAIN_PREFIX`, written in the checkpoint
+that counts the duplicate), so that this holds across a restart.
 
 Durability (the same guarantee as ``/v1/events``: once the 200 is sent, a crash loses
 nothing and counts nothing twice):
@@ -96,6 +99,10 @@ PENDING_PREFIX = "traces/open/"
 #: State-store namespace of the span ids of handed-out traces (at most
 #: ``traces.assembly.remember_span_ids`` ids), so a retry after a restart is a duplicate.
 EMITTED_PREFIX = "traces/emitted/"
+#: State-store namespace of how often the spans of a handed-out trace came again since
+#: (``{span id: times}``), so a retry split across requests counts once, also across a
+#: restart; one key per remembered trace sent again.
+AGAIN_PREFIX = "traces/again/"
 
 
 class Backpressure(RuntimeError):
@@ -165,6 +172,9 @@ class TraceIngest:
         #: ``traces/emitted/<trace id>`` -> ``{"t": wall time, "ids": span ids}`` of a
         #: handed-out trace (``None``: forgotten), written with the next checkpoint
         self._remembered: dict[str, dict[str, Any] | None] = {}
+        #: remembered traces with an ``AGAIN_PREFIX`` key in the state store (or written
+        #: with the next checkpoint), deleted when the trace is forgotten or handed out anew
+        self._again_keys: set[str] = set()
         self._waiting: float | None = None  # monotonic time the waiting hand-over failed
         self._run = f"{time.time_ns():x}"  # with _seq: unique pending keys across restarts
         self._seq = itertools.count()
@@ -225,7 +235,7 @@ class TraceIngest:
             # the spans each letter stands for, by reason (a previewed rejection: one span)
             weights = [u.spans for u in unreadable] + [{r.reason: 1} for r in letters]
             letters = [dead_letter(u.payload, u.reason, u.detail) for u in unreadable] + letters
-            counted = self._persist(plan.kept, letters, duplicates)
+            counted = self._persist(plan.kept, letters, duplicates, plan.again)
             rejected = self.assembler.add(spans, now=self.clock())
             self.metrics.open_traces.set(len(self.assembler))
         # the spans of the letters counted now (a retry's letters written by the failed try
@@ -241,14 +251,20 @@ class TraceIngest:
         return plan.rejected
 
     def _persist(
-        self, kept: Sequence[Span], letters: Sequence[DeadLetter], duplicates: int
+        self,
+        kept: Sequence[Span],
+        letters: Sequence[DeadLetter],
+        duplicates: int,
+        again: Mapping[str, Mapping[str, int]] = {},  # noqa: B006 (read only)
     ) -> dict[str, int]:
         """Write ``kept`` (spans as the assembler will keep them: attributes cut) under one
         new key per trace, in one state transaction (caller holds the lock). With
         ``letters`` or ``duplicates``, that transaction is the engine's checkpoint
         (:meth:`Runtime.ingest`): the dead letters are on disk first (written once) and
         counted in the totals it writes (``dead_lettered`` by reason; a trace sent again
-        after it was handed out: one of ``duplicates``).
+        after it was handed out: one of ``duplicates``), with ``again`` (how often the
+        spans of handed-out traces will have come again: :attr:`Preview.again
+        <service.traces.assembly.Preview.again>`) under :data:`AGAIN_PREFIX`.
 
         Returns:
             the letters counted as dead letters now, by reason (``{}`` without letters).
@@ -268,6 +284,8 @@ class TraceIngest:
             key = f"{PENDING_PREFIX}{trace_id}/{self._run}.{next(self._seq)}"
             updates[key] = {"t": now, **_stored(trace_spans)}
             added.append((trace_id, key))
+        for trace_id, times in again.items():
+            updates[f"{AGAIN_PREFIX}{trace_id}"] = dict(times)
         counted: dict[str, int] = {}
         if letters or duplicates:
             outcome = self.runtime.ingest([], extra=updates, letters=letters,
@@ -277,6 +295,9 @@ class TraceIngest:
             self.runtime.state.checkpoint(updates)
         for trace_id, key in added:
             self._keys.setdefault(trace_id, []).append(key)
+        for trace_id in again:  # written now: a deletion queued before must not undo it
+            self._remembered.pop(f"{AGAIN_PREFIX}{trace_id}", None)
+        self._again_keys.update(again)
         return counted
 
     def _count_repeats(self, rejected: Sequence[Rejected]) -> None:
@@ -304,6 +325,21 @@ class TraceIngest:
         self._remembered.update(
             (f"{EMITTED_PREFIX}{trace_id}", None) for trace_id in self.assembler.forgotten()
         )
+        keys = self.runtime.state.keys(AGAIN_PREFIX)
+        stored = {}
+        for start in range(0, len(keys), 500):
+            stored.update(self.runtime.state.get_many(keys[start : start + 500]))
+        remembered = self.assembler.emitted()
+        for key, value in stored.items():
+            trace_id = key[len(AGAIN_PREFIX) :]
+            readable = isinstance(value, dict) and all(
+                isinstance(n, int) and not isinstance(n, bool) for n in value.values()
+            )
+            if trace_id in remembered and readable:
+                self.assembler.restore_again(trace_id, value)
+                self._again_keys.add(trace_id)
+            else:  # its trace forgotten (or never written: a crash before its hand-over)
+                self._remembered[key] = None
 
     def _deletes_of(self, trace_ids: Iterable[str]) -> dict[str, None]:
         """``{pending key: None}`` of ``trace_ids``, forgotten as open (caller holds the lock)."""
@@ -415,9 +451,13 @@ class TraceIngest:
                  {"t": wall, "ids": sorted(span.span_id for span in trace.spans)})
                 for trace in done if len(trace.spans) <= bound
             )  # fmt: skip
-            self._remembered.update(
-                (f"{EMITTED_PREFIX}{trace_id}", None) for trace_id in self.assembler.forgotten()
-            )
+            forgotten = self.assembler.forgotten()
+            self._remembered.update((f"{EMITTED_PREFIX}{trace_id}", None) for trace_id in forgotten)
+            # counts of retries of a trace forgotten, or handed out anew (they start over)
+            for trace_id in itertools.chain(forgotten, (trace.trace_id for trace in done)):
+                if trace_id in self._again_keys:
+                    self._again_keys.discard(trace_id)
+                    self._remembered[f"{AGAIN_PREFIX}{trace_id}"] = None
         for trace in done:
             self.metrics.assembled.labels(why=trace.why).inc()
             if not trace.has_root:
@@ -520,18 +560,19 @@ class TraceIngest:
 
 def _sort_out(rejected: Sequence[Rejected]) -> tuple[list[DeadLetter], int]:
     """Sort out assembly's rejections: the dead letters (spans as OTLP/JSON, one per record
-    of :data:`~service.traces.assembly.REJECT_REASONS`) and the number of traces sent again
-    after they were handed out (``duplicate`` records, one per trace); spans sent again into
-    an open trace (``repeated``) are neither (only counted in the trace metrics)."""
+    of :data:`~service.traces.assembly.REJECT_REASONS`) and the number of times traces were
+    sent again after they were handed out (``duplicate`` records that
+    :attr:`~service.traces.assembly.Rejected.counts_duplicate`: one per retry of a trace,
+    however many requests its spans came in); spans sent again into an open trace
+    (``repeated``) are neither (only counted in the trace metrics)."""
     letters: list[DeadLetter] = []
-    again: set[str] = set()
+    again = 0
     for item in rejected:
         if item.reason in REPEAT_REASONS:
-            if item.reason == "duplicate":
-                again.add(item.trace_id)
+            again += item.counts_duplicate
             continue
         letters.append(dead_letter(encode_json(item.spans), item.reason, item.detail))
-    return letters, len(again)
+    return letters, again
 
 
 def _stored(spans: Sequence[Span]) -> dict[str, str]:

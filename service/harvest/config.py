@@ -231,7 +231,11 @@ class HarvestConfig(BaseModel):
             about 10 % of a full batch); ``None``: no bound. Lower bounds the CPU cost of a
             flood of new questions (~120 µs each; ~210–330 µs with
             ``embedding_similarity``) tighter but considers fewer of them per
-            batch: a shed question is considered again when it recurs.
+            batch: a shed question is considered again when it recurs. In ``serve`` the
+            number shed depends on how fast the events arrived (a batch holds what came
+            while the last one ran: a file read faster than the pipeline fills them; one
+            file gave 588 and 701 on two runs); a replay of the same file sheds none unless
+            this is set explicitly.
         max_question_chars: questions longer than this (characters, as asked) are never
             suggested, only counted (the stage's ``pending_observations()["too_long"]``): a
             pasted document or log is not a gold question, and a truncated one would not be

@@ -4,7 +4,14 @@ Shared by the text report (:func:`service.jobs.replay.render_text`) and the HTML
 (:func:`service.html.extras.candidates_section`), so both say the same thing. It reads the
 ``gold_candidates`` block of the replay report: ``shed`` (picked events whose new question
 was shed, from the counter ``goldwatch_gold_candidates_shed_total``) and
-``max_new_per_batch`` (the bound in effect for that run, ``None``: no bound).
+``max_new_per_batch`` (the bound in effect for that run, ``None``: no bound) and, from the
+status page, ``live`` (``True``: the count is ``serve``'s, since its start).
+
+``serve``'s count depends on how fast the events arrived: a batch holds what came while the
+last one ran (up to ``pipeline.max_batch_size``), so a file read faster than the pipeline
+fills its batches and more is shed than when the same events trickle in; trial 41 read 588
+and 701 shed on two runs of one file. A replay's batches are always full and the same, and it
+sheds none unless ``harvest.max_new_per_batch`` is set in its configuration (:data:`LIVE_CAVEAT`).
 """
 
 from __future__ import annotations
@@ -15,13 +22,20 @@ from typing import Any
 #: The setting that bounds new questions per batch, and its environment variable.
 SETTING = "harvest.max_new_per_batch"
 ENV = "GOLDWATCH_HARVEST__MAX_NEW_PER_BATCH"
+#: What a live (``serve``) shed count is said to depend on, wherever it is shown.
+LIVE_CAVEAT = (
+    f"the count depends on how fast events arrived (a batch holds what came while the last one "
+    f"ran); a replay of the same file sheds none unless {SETTING} is set in its configuration"
+)
 
 
 def shed_note(summary: Mapping[str, Any]) -> str | None:
     """Say how many picked events the harvest stage shed, why, and what to raise.
 
     Args:
-        summary: the replay report's ``gold_candidates`` block.
+        summary: the replay report's ``gold_candidates`` block, or the status page's
+            suggestions panel (``live`` true: the :data:`LIVE_CAVEAT` is said after a
+            bound's count).
 
     Returns:
         One sentence, or ``None`` when ``summary`` carries no ``shed`` count (a report from
@@ -31,6 +45,8 @@ def shed_note(summary: Mapping[str, Any]) -> str | None:
     'shed: 0 (no bound on new questions per batch in this run; a repl'
     >>> shed_note({"shed": 7, "max_new_per_batch": 48})[:71]
     'shed: 7 picked events whose new question was over harvest.max_new_per_b'
+    >>> shed_note({"shed": 7, "max_new_per_batch": 48, "live": True})[-60:]
+    'unless harvest.max_new_per_batch is set in its configuration'
     """
     shed = summary.get("shed")
     if shed is None:
@@ -41,8 +57,9 @@ def shed_note(summary: Mapping[str, Any]) -> str | None:
             f"shed: {shed} (no bound on new questions per batch in this run; a replay applies "
             f"{SETTING} only when it is set explicitly)"
         )
-    return (
+    note = (
         f"shed: {shed} picked events whose new question was over {SETTING} ({bound} new "
         f"questions per batch) were not kept as suggestions; raise it ({ENV}) or unset it "
         "(the replay default) to keep them"
     )
+    return f"{note}; {LIVE_CAVEAT}" if summary.get("live") else note

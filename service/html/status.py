@@ -191,9 +191,11 @@ def moved_section(
                      + ", ".join(f"{n} {s}" for s, n in decided.items()) + ")")  # fmt: skip
         if summary.get("shed") is not None:
             bound = summary.get("max_new_per_batch")
+            timing = ("; the count depends on how fast events arrived"
+                      if bound is not None and summary.get("live") else "")  # fmt: skip
             text += (f"; shed {summary['shed']} since start ("
                      + (f"harvest.max_new_per_batch {bound}" if bound is not None
-                        else "no harvest.max_new_per_batch") + ")")  # fmt: skip
+                        else "no harvest.max_new_per_batch") + f"{timing})")  # fmt: skip
         top = f"; first: {shown[0].get('question', '')}" if shown else ""
         rows.append([_link("gold-candidates", "suggestions"), f"{text}{top}"])
     if not rows:  # analytics off and no extras: the analytics section says so

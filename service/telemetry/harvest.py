@@ -86,7 +86,9 @@ def build_harvest_metrics(
                         "bound on held suggestions was reached.", registry=registry),
         shed=Counter(_name("gold_candidates_shed"), "Picked live events whose new question "
                      "was shed by harvest.max_new_per_batch (not near-duplicate-matched, not "
-                     "kept).", registry=registry),
+                     "kept). The count depends on how fast events arrived (a batch holds "
+                     "what came while the last one ran); a replay of the same file sheds "
+                     "none unless its configuration sets it.", registry=registry),
         too_long=Counter(_name("gold_candidates_too_long"), "Picked live events whose "
                          "question is longer than harvest.max_question_chars (never "
                          "suggested).", registry=registry),

@@ -96,7 +96,8 @@ def build_trace_metrics(registry: CollectorRegistry) -> TraceMetrics:
         spans_repeated=Counter(_name("trace_spans_repeated"), "Spans received again (same "
                                "trace and span id: an exporter's retry), not kept twice: "
                                "repeated (its trace still open), duplicate (its trace "
-                               "already handed out; the trace counts as a duplicate event).",
+                               "already handed out; the trace counts as one duplicate event per "
+                               "retry, however its spans are split across requests).",
                                ["reason"], registry=registry),
         open_traces=Gauge(_name("open_traces"), "Traces being assembled (held in memory).",
                           registry=registry),

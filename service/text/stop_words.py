@@ -94,6 +94,55 @@ _HINDI_QUESTION_WORDS = frozenset(
 )
 
 
+#: Hindi auxiliaries stopwordsiso's Hindi list lacks (session 43: "जाता" was a label term):
+#: the forms of जाना (the passive "किया जाता है", "कहा गया"; future "किया जाएगा"), of होना's
+#: future, and of रहना, सकना, चुकना after a verb stem. XQuAD's 1,190 Hindi questions: जाता
+#: in 65, each after a participle or a verb stem (किया 25, कहा 16, माना 8, जाना 6 ...); गई
+#: in 23, each after a participle (की 14, बनाई 4 ...); गए in 27, 24 of them after a
+#: participle or stem and 3 "went" (हार्वर्ड गए): verbs, none a topic's word. Its list has
+#: होता, होती, होते, रहा, रहे, सकता, सकते already.
+_HINDI_AUXILIARIES = frozenset(
+    """
+    जाता जाती जाते जाना जाने जाए जाएं जाएँ जाएगा जाएगी जाएंगे जाएँगे गई गए गयी गये
+    होगा होगी होंगे होँगे रही रहें रहता रहती रहते सकती चुका चुकी चुके
+    """.split()
+)
+
+
+#: Urdu function words, vetted one by one, in place of stopwords-iso's Urdu list, which is
+#: garbled (session 43): of its 517 entries at least 214 are written with a legacy font's
+#: letter map read as Unicode — ب for ا ("تھب" for تھا), ً/ٌ/ى/ي for ن ("ًہیں" for نہیں), ث
+#: for ب ("ثھی" for بھی), ه for م ("هیں" for میں), ض for س ("ضے" for سے), ذ for د, ة for ب
+#: — so میں, کا, سے, کو, نے, نہیں, بھی, تھا were missing, and its garbles can be real words
+#: of the pooled Arabic-script texts (Arabic "قطن" cotton, garbled from Urdu قسم). Here:
+#: postpositions, pronouns and their possessives, the auxiliaries (forms of ہونا, جانا,
+#: رہنا, سکنا, چکنا) and the light verb کرنا, question words, conjunctions, negation,
+#: particles. Not content words a topic could be named by (کام work, لوگ people, وقت time,
+#: سال year, دن day, گھر home). Pooled with Arabic and Persian, a few of them are also
+#: content words there, dropped from those labels too: Persian جو (barley), کر (deaf), سی
+#: (thirty), Arabic and Persian جن (jinn), and (a review's reading) Persian پر (full, feather),
+#: پاس (guard), والی (governor), Arabic اب (father, without hamza) — Urdu's relative pronouns
+#: جو, جن are too common in its questions to keep. Left out for that reason: تب (then; Persian
+#: fever) and صرف (only; Arabic and Persian spending, exchange), content words in the pooled
+#: languages that an Urdu label may show.
+_URDU_FUNCTION = frozenset(
+    """
+    کا کے کی کو سے میں پر تک نے لیے لئے والا والے والی ساتھ بارے بغیر بعد پہلے اندر باہر
+    اوپر نیچے پاس طرف ذریعے ذریعہ جیسا جیسے جیسی
+    میں ہم تم آپ وہ یہ وہی یہی اس ان اسے انہیں انھیں انہوں انھوں اسی انہی مجھے مجھ ہمیں تمہیں
+    میرا میری میرے ہمارا ہماری ہمارے تمہارا تمہاری تمہارے تیرا تیری تیرے اپنا اپنی اپنے
+    اسکا اسکی اسکے انکا انکی انکے کوئی کچھ کسی کس کسے کن جو جس جن جسے جنہیں سب تمام ہر خود
+    ہے ہیں ہوں ہو تھا تھی تھے تھیں ہوا ہوئی ہوئے ہوگا ہوگی ہوگے ہونا ہونے ہوتا ہوتی ہوتے
+    رہا رہی رہے رہیں رہتا رہتی رہتے سکتا سکتی سکتے سکا سکی سکے چکا چکی چکے
+    گیا گئی گئے گئیں جاتا جاتی جاتے جا جائے جائیں جانا جانے گا گی گے
+    کر کرنا کرنے کرتا کرتی کرتے کیا کیے کئے کریں کرے کرو کرکے چاہیے چاہئے
+    سا سی کون کیوں کیسے کیسا کیسی کب کہاں کتنا کتنی کتنے کونسا کونسی کونسے
+    اور یا لیکن مگر اگر تو پھر بھی کہ کیونکہ تاکہ جب جبکہ بلکہ اگرچہ چونکہ نیز
+    نہیں نہ مت ہی بہت زیادہ بس ابھی اب یہاں وہاں جہاں کہیں ایسا ایسی ایسے ویسا ویسے ایک
+    """.split()
+)
+
+
 #: Content words the pooled stopwords-iso lists hold, read word by word (review s42), kept as
 #: label terms: they name a topic. Devanagari: work, home, lack, class, a surname,
 #: information, decision, effort; Cyrillic: nouns (people, car, city, house, road, money,
@@ -126,13 +175,16 @@ def stop_words(language: str) -> frozenset[str]:
     * Hindi, Marathi, Nepali; Arabic, Persian, Urdu; Russian, Ukrainian, Bulgarian,
       Macedonian: the stopwords-iso lists of the language's script group pooled
       (:data:`_ISO_SCRIPTS`), less the content words they hold (:data:`_ISO_CONTENT`), with
-      Hindi's question words for Devanagari;
+      Hindi's question words and auxiliaries for Devanagari, and for Urdu the vetted
+      :data:`_URDU_FUNCTION` in place of its garbled stopwords-iso list;
     * any other (the Latin-script languages, ``und``, ``other``, unknown codes): the
       function words the language detector lists
       (:func:`service.language.scripts.function_words`: de es fr it pt nl ro tr vi id),
       empty for the rest.
 
-    >>> {"के", "है", "में", "क्या"} <= stop_words("hi"), "भारत" in stop_words("hi")
+    >>> {"के", "है", "में", "क्या", "जाता"} <= stop_words("hi"), "भारत" in stop_words("hi")
+    (True, False)
+    >>> {"کے", "ہے", "میں", "کی", "نہیں"} <= stop_words("ur"), "هیں" in stop_words("ur")
     (True, False)
     >>> "के" in stop_words("mr"), {"hai", "kya"} <= stop_words("hi-Latn")
     (True, True)
@@ -156,8 +208,10 @@ def stop_words(language: str) -> frozenset[str]:
 
     out = set(function_words(base))
     if "hi" in pooled:
-        out.update(_HINDI_QUESTION_WORDS)
-    for code in pooled:
+        out.update(_HINDI_QUESTION_WORDS | _HINDI_AUXILIARIES)
+    if "ur" in pooled:
+        out.update(_URDU_FUNCTION)
+    for code in pooled - {"ur"}:  # (its list is garbled: see _URDU_FUNCTION)
         if stopwordsiso.has_lang(code):
             out.update(word.lower() for word in stopwordsiso.stopwords(code))
     return frozenset(out - _ISO_CONTENT)

@@ -93,6 +93,26 @@ def _only(words: list[str], vocabulary: frozenset[str]) -> bool:
     return all(w in vocabulary for w in words)
 
 
+def _closed_only(boundary: str, before: str) -> str:
+    """``boundary`` without the closing brackets (``)``, ``]``) that close none left open in
+    ``before``: their opening bracket went with a removed clause.
+
+    >>> _closed_only("). ", "Hi"), _closed_only(") ", "What (if any"), _closed_only("]", "")
+    ('. ', ') ', '')
+    """
+    if ")" not in boundary and "]" not in boundary:
+        return boundary
+    depth = {")": before.count("(") - before.count(")"), "]": before.count("[") - before.count("]")}
+    out = []
+    for ch in boundary:
+        if ch in depth:
+            if depth[ch] <= 0:
+                continue
+            depth[ch] -= 1
+        out.append(ch)
+    return "".join(out)
+
+
 def subject(text: str) -> str:
     """The question ``text`` without placeholders and the contact clauses around them.
 
@@ -124,6 +144,8 @@ def subject(text: str) -> str:
     >>> subject("What did <NAME> say about the budget?")
     'What did say about the budget?'
     >>> subject("Hi, this is <NAME>. Who wrote Emma? Sent from my iPhone")
+    'Hi. Who wrote Emma?'
+    >>> subject("Hi, I am <NAME> (<EMAIL>). Who wrote Emma?")
     'Hi. Who wrote Emma?'
     >>> subject("Me llamo <NAME> y mi teléfono es <PHONE>. ¿Qué es el oxígeno?")
     '¿Qué es el oxígeno?'
@@ -164,7 +186,10 @@ def subject(text: str) -> str:
         if not kept and i:  # an opening mark of the boundary before the first kept clause
             kept.append("".join(ch for ch in parts[2 * i - 1] if ch in "¿¡(["))
         elif kept and drop[i - 1] and not kept[-1][-1:].isspace():
-            kept.append(parts[2 * i - 1])  # after a removed clause: the boundary before this
+            # after a removed clause: the boundary before this, without the brackets that
+            # closed what was removed (``Hi, I am <NAME> (<EMAIL>). Considering …``: not
+            # ``Hi). Considering …``, trial t42 L3)
+            kept.append(_closed_only(parts[2 * i - 1], "".join(kept)))
         kept.append(_SPACES.sub(" ", clause).strip() if held[i] else clause)
         if 2 * i + 1 < len(parts):  # the boundary after a kept clause: kept before a kept
             # clause or when it ends a sentence (``… for my son. contact me on <PHONE>``)

@@ -32,9 +32,17 @@ are reported as :class:`Rejected` records that are *not* dead letters (:data:`RE
   trace keeps it once; its event is built once.
 * ``duplicate``: the span was in a trace handed out recently (a retry after assembly): the
   caller counts the trace as a duplicate, as the dedup window counts an event sent twice.
-  The span ids of the last handed-out traces are remembered up to
-  :attr:`AssemblyLimits.remember_span_ids` ids (oldest trace forgotten first); a span of a
-  handed-out trace with an id not remembered stays a ``late_span``.
+  A trace counts once per time it is sent again, however its spans are split across
+  requests or messages (an SDK's batch processor cuts traces at batch boundaries): the
+  assembler counts, per remembered span, how often it came again after the hand-out, and
+  the trace counts one more duplicate each time one of its spans comes again more often
+  than any of its spans had (:attr:`Rejected.counts_duplicate`). A trace sent again whole,
+  in one request or three, is one duplicate; sent again twice, two; a retry of part of it,
+  one. A retry that began while the trace was open (its first spans ``repeated``) counts
+  once if its other spans come after the hand-out. The span ids of the last handed-out
+  traces (and these counts) are remembered up to :attr:`AssemblyLimits.remember_span_ids`
+  ids (oldest trace forgotten first); a span of a handed-out trace with an id not
+  remembered stays a ``late_span``.
 
 Memory: at most ``max_open_traces * max_spans_per_trace`` spans, each attribute value at most
 ``max_attribute_bytes`` bytes.
@@ -55,7 +63,7 @@ Time is passed in (``now``: seconds of a monotonic clock), so tests need no slee
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -91,7 +99,9 @@ class AssemblyLimits(BaseModel):
         max_attribute_bytes: largest attribute value kept whole, UTF-8 bytes (>= 64).
         remember_span_ids: span ids of recently handed-out traces remembered, so that a
             retry of a trace after it was assembled is a ``duplicate``, not ``late_span``
-            dead letters (>= 0; 0: none; about 100 bytes each).
+            dead letters (>= 0; 0: none; about 100 bytes each, about 100 more for a span
+            sent again after the hand-out: how often it was, so that a trace split across
+            requests counts one duplicate per retry).
         remote_parent_is_root: a span whose parent is flagged remote (OTLP ``flags``
             0x100|0x200, set by the Python SDK for a span started from an incoming
             ``traceparent``) is its trace's root, so the trace settles ``settle_s`` after its
@@ -145,12 +155,17 @@ class Rejected:
             (spans sent again: not dead letters).
         detail: counts, sizes and attribute keys; never content.
         spans: the spans concerned (for ``attribute_too_large``: the span as kept, cut).
+        counts_duplicate: for ``duplicate``: this span makes its trace count once more as
+            a duplicate (it came again more often than any span of its trace had since
+            the hand-out); ``False`` for a span that joins a retry already counted, and
+            for every other reason.
     """
 
     trace_id: str
     reason: str
     detail: str
     spans: tuple[Span, ...] = ()
+    counts_duplicate: bool = False
 
 
 @dataclass(slots=True)
@@ -163,11 +178,28 @@ class Preview:
         kept: the spans it would keep, in order (attribute values cut), spans sent again
             left out.
         new_traces: traces it would open (each evicts one when the assembler is full).
+        again: per handed-out trace some of whose spans come again, how often each of
+            them will have come again after the hand-out (span id -> times, >= 1), for a
+            caller that stores them with the duplicates it counts
+            (:meth:`TraceAssembler.restore_again`).
     """
 
     rejected: list[Rejected] = field(default_factory=list)
     kept: list[Span] = field(default_factory=list)
     new_traces: int = 0
+    again: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Again:
+    """How often the spans of one handed-out trace came again after its hand-out (span id
+    -> times), and the most of those (``top``): the duplicates the trace counted."""
+
+    times: dict[str, int] = field(default_factory=dict)
+    top: int = 0
+
+    def copy(self) -> _Again:
+        return _Again(dict(self.times), self.top)
 
 
 @dataclass(slots=True)
@@ -205,6 +237,8 @@ class TraceAssembler:
         #: span ids of recently handed-out traces, oldest first, and how many in all
         self._emitted: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._emitted_ids = 0
+        #: of remembered traces sent again after their hand-out: how often each span came
+        self._again: dict[str, _Again] = {}
         self._forgotten: list[str] = []
 
     def __len__(self) -> int:
@@ -234,7 +268,7 @@ class TraceAssembler:
         limits = self._limits
         for span in spans:
             trace_id = span.trace_id
-            late = self._handed_out(span)
+            late = self._handed_out(span, self._again)
             if late is not None:
                 rejected.append(late)
                 continue
@@ -269,8 +303,13 @@ class TraceAssembler:
         """
         result = Preview()
         held: dict[str, set[str]] = {}  # trace -> span ids it would hold
+        again: dict[str, _Again] = {}  # handed-out trace -> its counts after these spans
+        stored = self._again
         for span in spans:
-            late = self._handed_out(span)
+            trace_id = span.trace_id
+            if stored and trace_id in stored and trace_id not in again:
+                again[trace_id] = stored[trace_id].copy()
+            late = self._handed_out(span, again)
             if late is not None:
                 result.rejected.append(late)
                 continue
@@ -284,20 +323,31 @@ class TraceAssembler:
             if kept is not None:
                 ids.add(kept.span_id)
                 result.kept.append(kept)
+        result.again = {trace_id: dict(state.times) for trace_id, state in again.items()}
         return result
 
-    def _handed_out(self, span: Span) -> Rejected | None:
+    def _handed_out(self, span: Span, again: dict[str, _Again]) -> Rejected | None:
         """The rejection of a span whose trace is not open but was handed out (``duplicate``
         when this very span was in it, else ``late_span``); ``None`` for any other span.
-        The one rule :meth:`add` and :meth:`preview` share for it."""
+        A ``duplicate`` is counted in ``again`` (trace id -> its counts: the assembler's own
+        for :meth:`add`, a copy for :meth:`preview`), and counts its trace once more when
+        this span has now come again more often than any of its trace's spans had. The one
+        rule :meth:`add` and :meth:`preview` share for it."""
         trace_id = span.trace_id
         if trace_id in self._open or (
             trace_id not in self._closed and trace_id not in self._emitted
         ):
             return None
         if span.span_id in self._emitted.get(trace_id, ()):
+            state = again.get(trace_id)
+            if state is None:
+                state = again[trace_id] = _Again()
+            times = state.times[span.span_id] = state.times.get(span.span_id, 0) + 1
+            counts = times > state.top
+            if counts:
+                state.top = times
             detail = "span sent again after its trace was handed out"
-            return Rejected(trace_id, "duplicate", detail, (span,))
+            return Rejected(trace_id, "duplicate", detail, (span,), counts_duplicate=counts)
         detail = "span after its trace was handed out"
         if trace_id in self._timed_out:
             detail += (
@@ -408,11 +458,13 @@ class TraceAssembler:
         known = self._emitted.pop(trace_id, None)
         if known is not None:
             self._emitted_ids -= len(known)
+        self._again.pop(trace_id, None)  # handed out anew: its retries count from here
         self._emitted[trace_id] = frozenset(span_ids)
         self._emitted_ids += len(span_ids)
         while self._emitted_ids > bound:
             gone, ids = self._emitted.popitem(last=False)
             self._emitted_ids -= len(ids)
+            self._again.pop(gone, None)
             self._forgotten.append(gone)
 
     def forgotten(self) -> list[str]:
@@ -432,6 +484,25 @@ class TraceAssembler:
         for trace_id, span_ids in emitted:
             self._closed.add(trace_id)
             self._remember(trace_id, set(span_ids))
+
+    def again(self) -> dict[str, dict[str, int]]:
+        """Of the remembered handed-out traces sent again since: how often each span came
+        again (trace id -> span id -> times). For a checkpoint (:meth:`restore_again`)."""
+        return {trace_id: dict(state.times) for trace_id, state in self._again.items()}
+
+    def restore_again(self, trace_id: str, times: Mapping[str, int]) -> None:
+        """Restore how often the spans of the remembered handed-out trace ``trace_id`` came
+        again (:meth:`again`, :attr:`Preview.again`), after :meth:`restore_emitted`; counts
+        of span ids not remembered for it, and counts below 1, are left out, and so is a
+        trace not remembered (forgotten by the bound)."""
+        ids = self._emitted.get(trace_id)
+        if ids is None:
+            return
+        kept = {span_id: int(n) for span_id, n in times.items() if span_id in ids and n >= 1}
+        if kept:
+            self._again[trace_id] = _Again(kept, max(kept.values()))
+        else:
+            self._again.pop(trace_id, None)
 
     def _evict(self) -> Rejected:
         trace_id, trace = self._open.popitem(last=False)

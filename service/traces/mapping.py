@@ -47,6 +47,13 @@ OpenLLMetry ``semconv_ai``):
   :attr:`TraceMapping.guardrail_block_values` -> ``content_filter`` or ``refusal`` in
   ``gen_ai.response.finish_reasons`` or an output message's ``finish_reason`` -> a
   ``refusal`` output part -> ``None`` (goldwatch's refusal classifier then reads the answer).
+* feedback: :attr:`TraceMapping.feedback_attribute` (a number on any span: the user's rating
+  on the application's scale) -> ``feedback.rating``; a value that is not a finite number is
+  named in :attr:`TraceEvent.dropped` (``feedback.rating``: ``wrong_type`` or
+  ``invalid_value``), as the JSON decoder drops it. OpenTelemetry has no convention for user
+  feedback, and a rating given after the trace was assembled cannot join it (its span is a
+  ``late_span``; a ``POST /v1/events`` with the trace id is a duplicate): docs/traces.md,
+  "User feedback".
 * user: id from ``user.id`` / ``enduser.id`` / ``enduser.pseudo.id``; role from
   ``user.roles`` (the first) / ``enduser.role`` / the configured key of the OpenInference
   ``metadata`` JSON or Langfuse's ``langfuse.trace.metadata.<key>``; tenant and channel from
@@ -67,6 +74,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -84,7 +92,7 @@ from pydantic import (
 
 from service.data.corpus import load_corpus
 from service.errors import GoldwatchError
-from service.events import Answer, QueryLogEvent, Retrieval, User
+from service.events import Answer, Feedback, QueryLogEvent, Retrieval, User
 from service.traces.spans import Span
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -109,7 +117,11 @@ class TraceMapping(BaseModel):
             ``fused`` (reciprocal rank fusion of all of them, Cormack et al. 2009, SIGIR:
             ``score = sum 1 / (rrf_k + rank)``, ties in first-seen order).
         rrf_k: the RRF constant (60 in the paper), >= 1.
-        refusal_attribute: a boolean span attribute the application sets on refusals.
+        refusal_attribute: a boolean span attribute the application sets on refusals
+            (``true``) and on answers (``false``): the refusal ESTIMATE measures the refusal
+            patterns against both, so with ``true`` alone (the attribute left out on
+            answers) the reports give a lower bound only ("no answer sets answer.refused
+            false").
         guardrail_block_values: guardrail result values (case-insensitive) that mean the
             answer was blocked, e.g. Bedrock's ``GUARDRAIL_INTERVENED``.
         role_metadata_key: key of the OpenInference ``metadata`` JSON (or the Langfuse
@@ -119,6 +131,11 @@ class TraceMapping(BaseModel):
             convention has one): a string array, a JSON array string, or one id.
         citations_metadata_key: the same under this key of the OpenInference ``metadata``
             JSON (or ``langfuse.trace.metadata.<key>``); read when the attribute gives none.
+        feedback_attribute: a numeric span attribute holding the user's rating of the answer
+            on the application's own scale (``feedback.rating``; ``harvest.negative_rating``
+            says which ratings are negative), e.g. ``app.feedback.rating``; the root span
+            first, then the others in start order. Only a rating the trace carries when it
+            is assembled counts (docs/traces.md, "User feedback and refusal flags on traces").
 
     Raises:
         pydantic.ValidationError: an empty key, ``rrf_k < 1``, an unknown field.
@@ -138,6 +155,7 @@ class TraceMapping(BaseModel):
     channel_attribute: Key | None = None
     citations_attribute: Key | None = None
     citations_metadata_key: Key | None = None
+    feedback_attribute: Key | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +176,9 @@ class TraceEvent:
             score that is not a number or not finite (the passage kept without it), and
             ``("answer.text", "missing_field")`` (the root's ``output.value``
             a JSON object with none of :attr:`TraceMapping.answer_json_keys`, and no other
-            answer text). The engine counts them (``fields_dropped``) when the event is kept.
+            answer text), ``("feedback.rating", "wrong_type" | "invalid_value")`` (the
+            :attr:`TraceMapping.feedback_attribute` value not a finite number). The engine
+            counts them (``fields_dropped``) when the event is kept.
     """
 
     event: QueryLogEvent
@@ -237,6 +257,7 @@ def trace_to_event(
         raise TraceMappingError("missing_field", _no_question(spans, llms, root, mapping))
     retrievers = [span for span in ordered if _is_kind(span, "RETRIEVER") or _is_retrieval(span)]
     rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
+    feedback, unread_rating = _feedback(ordered, mapping.feedback_attribute)
     try:
         retrieval, rewritten, unread = _retrieval(retrievers, rerankers, llms, mapping,
                                                   content_index or {})  # fmt: skip
@@ -248,11 +269,14 @@ def trace_to_event(
             channel=_string_attr(ordered, mapping.channel_attribute),
             retrieval=retrieval,
             answer=_answer(root, llms, ordered, mapping),
+            feedback=feedback,
             trace_id=trace_id,
         )
     except ValidationError as exc:  # e.g. a lone surrogate in the question: the trace's fault
         raise TraceMappingError("invalid_value", _validation_detail(exc)) from None
     dropped: tuple[tuple[str, str], ...] = () if unread is None else ((RESULTS_FIELD, unread),)
+    if unread_rating is not None:
+        dropped += (("feedback.rating", unread_rating),)
     answer = event.answer
     if (answer is None or answer.text is None) and _json_object_without(
         root, "output", mapping.answer_json_keys
@@ -844,6 +868,25 @@ def _dedupe(hits: Iterable[Hit]) -> list[Hit]:
 
 
 # --- user, time ---------------------------------------------------------------------------
+
+
+def _feedback(ordered: Sequence[Span], key: str | None) -> tuple[Feedback | None, str | None]:
+    """The feedback of the first span (root first) holding ``key``, and why its value was
+    not read (``wrong_type``: not a number, a boolean or a numeric string included, as the
+    data contract's rating is a number; ``invalid_value``: not finite); ``(None, None)``
+    without the key."""
+    if key is None:
+        return None, None
+    for span in ordered:
+        if key not in span.attributes:
+            continue
+        value = span.attributes[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None, "wrong_type"
+        if not math.isfinite(value):
+            return None, "invalid_value"
+        return Feedback(rating=float(value)), None
+    return None, None
 
 
 def _string_attr(ordered: Sequence[Span], key: str | None) -> str | None:

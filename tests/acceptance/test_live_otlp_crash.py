@@ -162,6 +162,20 @@ def test_kill_9_after_acknowledged_spans_then_restart_counts_every_trace_once(
     totals = second.wait_until(
         lambda s: sum(s["totals"]["dead_lettered"].values()) >= NAMELESS, what="dead letters"
     )["totals"]
+    # then the app sends every trace again, cut as before (children, then roots, 13 traces a
+    # request: replaying its export): each trace, processed or dead-lettered, is one
+    # duplicate, 52 (trial t42 MEDIUM 2: before, one per request holding its spans, 104)
+    for start in range(0, len(traces), 13):
+        _export(second, [s for t in traces[start : start + 13] for s in t.children])
+    for start in range(0, len(traces), 13):
+        _export(second, [s for t in traces[start : start + 13] for s in t.roots])
+    again = second.totals()
+    spans = sum(len(t.children) + len(t.roots) for t in traces)
+    assert (again["processed"], again["duplicates"]) == (GOOD, len(traces))
+    assert again["consumed"] == len(traces) + len(traces)  # each once, then each a duplicate
+    assert again["dead_lettered"] == {"missing_field": NAMELESS}
+    assert second.metric("goldwatch_trace_spans_repeated_total", reason="duplicate") == spans
+    assert second.metric("goldwatch_events_duplicate_total", source="http") == len(traces)
     assert second.terminate() == 0
 
     events = _recorded(tmp_path)
@@ -177,7 +191,8 @@ def test_kill_9_after_acknowledged_spans_then_restart_counts_every_trace_once(
     assert len(events) + len(dead) == len(traces)
     print(f"\nacknowledged {len(traces)} traces; at kill: {open_at_kill:.0f} open, "
           f"{processed_at_kill} processed; after restart: {len(events)} processed, "
-          f"{len(dead)} dead-lettered, 0 duplicates")  # fmt: skip
+          f"{len(dead)} dead-lettered, 0 duplicates; all {len(traces)} sent again in 8 "
+          f"requests: {again['duplicates']} duplicates")  # fmt: skip
 
 
 def test_settle_time_and_timeout_pass_while_down(

@@ -149,6 +149,40 @@ def test_accept_warns_of_placeholders_and_names_the_subject() -> None:
     assert placeholder_warning("How many points did the Panthers defense surrender?") is None
 
 
+#: The trial t42 question (accepted as ``c-34fed7680cd08e73``), as scrubbed.
+T42 = ("Hi, I am <NAME> (<EMAIL>). Considering the environmental measures discussed in a BBC "
+       "News article and the economic impact analysis presented in a Financial Times report, "
+       "which major company, symbolized by a single letter on the London Stock Exchange, is "
+       "both contributing to the cleanup efforts of the River Thames and facing significant "
+       "financial adjustments due to the new regulations?")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the contact clause in brackets goes with its brackets (trial t42 L3: "Hi). …")
+        (T42, "Hi. " + T42.split(". ", 1)[1]),
+        ("Hi, I am <NAME> (<EMAIL>), what is the refund window?",
+         "Hi, what is the refund window?"),
+        ("Hello, this is <NAME> [<PHONE>]. Who won the 2016 final?",
+         "Hello. Who won the 2016 final?"),
+        ("[<EMAIL>] Who won the 2016 final?", "Who won the 2016 final?"),
+        # a bracket the kept text opened is closed as before
+        ("What (if any, call me at <PHONE>) did the minister say?",
+         "What (if any) did the minister say?"),
+    ],
+)  # fmt: skip
+def test_a_bracketed_contact_clause_leaves_no_stray_bracket(text: str, expected: str) -> None:
+    assert subject(text) == expected
+
+
+def test_the_accept_warning_of_the_t42_question_quotes_a_clean_subject() -> None:
+    warning = placeholder_warning(T42)
+    assert warning is not None
+    assert "read it as 'Hi. Considering the environmental measures discussed" in warning
+    assert "Hi)" not in warning
+
+
 def test_harvest_compares_subjects_and_shows_the_scrubbed_question() -> None:
     """Trial 12's addendum: distinct questions after one scrubbed self-introduction were merged
     as variants of one suggestion (56 suggestions for 60 questions); a prefixed gold question

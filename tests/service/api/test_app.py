@@ -393,3 +393,20 @@ def test_refusals_and_the_status_page_name_a_refusal_model(tmp_path: Path) -> No
     assert "phrase patterns against answer.refused" not in page
     assert counts["against_flag_text"].startswith("the refusal model against answer.refused")
     assert html.escape(counts["against_flag_text"]) in page
+
+
+def test_a_duplicate_carrying_feedback_gets_a_note_and_no_feedback_is_added(
+    server: Server,
+) -> None:
+    """Trial t42 L1: a thumbs-down posted later under an event's id (a traced answer's trace
+    id) is a duplicate and adds nothing; the answer says so (``note``), and only then: not
+    for a duplicate without feedback, not for feedback that is no duplicate."""
+    first = server.post(_event("t"))
+    assert first.json() == {"received": 1, "accepted": 1, "duplicates": 0, "dead_lettered": []}
+    plain = server.post(_event("t")).json()
+    assert plain == {"received": 1, "accepted": 0, "duplicates": 1, "dead_lettered": []}
+    rated = server.post({**_event("t"), "feedback": {"rating": -1}}).json()
+    assert (rated["accepted"], rated["duplicates"]) == (0, 1)
+    assert "dropped whole" in rated["note"] and "feedback_attribute" in rated["note"]
+    fresh = server.post({**_event("u"), "feedback": {"rating": -1}}).json()
+    assert fresh == {"received": 1, "accepted": 1, "duplicates": 0, "dead_lettered": []}

@@ -263,12 +263,17 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     assert (
         "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since start "
-        "(harvest.max_new_per_batch 23)"
+        "(harvest.max_new_per_batch 23; the count depends on how fast events arrived)"
     ) in moved
     listed = page[page.index('<section id="gold-candidates">') :]
     assert "21 suggestions (by reason" not in listed  # the page's list has no by_reason
     assert "21 suggestions undecided; decided: 0 accepted, 2 rejected" in listed
     assert "Shed: 7 picked events whose new question was over harvest.max_new_per_batch" in listed
+    # serve's count depends on its batches, so on how fast the events came (trial 41: 588 and
+    # 701 on two runs of one file); the page says so, and what a replay does
+    assert ("the count depends on how fast events arrived (a batch holds what came while the "
+            "last one ran); a replay of the same file sheds none unless "
+            "harvest.max_new_per_batch is set in its configuration.") in listed  # fmt: skip
     assert "1 more suggestions not shown." in listed  # 21 undecided, 20 listed
 
 

@@ -141,6 +141,31 @@ def test_late_spans_and_retried_spans() -> None:
     assert (late.reason, len(asm)) == ("late_span", 0)
 
 
+def test_a_trace_sent_again_counts_once_per_retry_however_it_is_split() -> None:
+    """Trace A (spans 1 root, 2, 3) handed out, then sent again: as 3 one-span requests
+    (1 count: the first span), whole in one (1), as 2 then 1+3 (1), then only span 2 twice
+    (2: its 4th and 5th time, more than any other span's 3): 5 in all, the most any span
+    came again. Worked by hand: counts fall on the requests marked ``True``."""
+    asm = TraceAssembler(limits())
+    asm.add([sp(A, 2), sp(A, 3), sp(A, 1, parent=None)], now=0.0)
+    asm.due(now=2.0)
+    requests = [[2], [3], [1], [1, 2, 3], [2], [1, 3], [2], [2]]
+    counted = []
+    for ids in requests:
+        rejected = asm.add([sp(A, i, parent=None if i == 1 else 1) for i in ids], now=3.0)
+        assert {r.reason for r in rejected} == {"duplicate"}
+        counted.append([r.counts_duplicate for r in rejected])
+    assert counted == [[True], [False], [False], [True, False, False], [True], [False, False],
+                       [True], [True]]  # fmt: skip
+    assert asm.again() == {A: {f"{1:016x}": 3, f"{2:016x}": 5, f"{3:016x}": 3}}
+    restored = TraceAssembler(limits())  # a restart: the counts come back with the ids
+    restored.restore_emitted([(A, [f"{i:016x}" for i in (1, 2, 3)])])
+    restored.restore_again(A, {**asm.again()[A], "ff" * 8: 9})  # an id not of A: left out
+    (again,) = restored.add([sp(A, 3)], now=0.0)
+    assert not again.counts_duplicate  # span 3's 4th time: below span 2's 5
+    assert restored.again()[A] == {f"{1:016x}": 3, f"{2:016x}": 5, f"{3:016x}": 4}
+
+
 def test_a_late_span_of_a_timed_out_trace_names_the_setting() -> None:
     """A slow call (a trial's 35 s LLM span under a 30 s timeout): the event went out without
     it, and its dead letter says so and which setting to raise; a settled trace's late span
@@ -235,10 +260,11 @@ def test_preview_says_what_add_does(
     asm = TraceAssembler(limits(max_spans_per_trace=3, max_attribute_bytes=64))
     for request_number, request in enumerate(requests):
         spans = [sp(t, sid, **({"big": "x" * 100} if big else {})) for t, sid, big in request]
-        before = len(asm)
+        before, again = len(asm), asm.again()
         plan = asm.preview(spans)
         rejected = asm.add(spans, now=float(request_number))
-        assert rejected == plan.rejected
+        assert rejected == plan.rejected  # counts_duplicate included
+        assert asm.again() == {**again, **plan.again}
         assert len(asm) == before + plan.new_traces
         for span in plan.kept:
             assert asm.holds(span.trace_id, span.span_id)
