@@ -65,7 +65,7 @@ nothing (the alarm ends ``insufficient_data``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Self
 
@@ -374,6 +374,17 @@ class _WindowedDetector:
         ref = self._reference if comparison == "reference" else self._windows.baseline()
         return self._marginal(current), None if ref is None else self._marginal(ref)
 
+    def compared(self, comparison: str) -> tuple[dict[str, int], dict[str, int] | None, str]:
+        """``(current, compared, adjusted_for)``: as :meth:`counts`, but ``compared`` is what
+        a test of ``comparison`` would compare with now (a categorical detector with strata:
+        the reference standardised to the current window's mix, of its effective size;
+        ``adjusted_for`` its dimension, ``""`` when compared as it is). New dicts."""
+        current = dict(self._windows.current(reference=comparison == "reference"))
+        ref = self._reference if comparison == "reference" else self._windows.baseline()
+        if ref is None:
+            return self._marginal(current), None, ""
+        return self._compared(comparison, current, dict(ref))
+
     def _marginal(self, counts: Mapping[str, int]) -> dict[str, int]:
         """The categories' counts of a window's ``counts`` (a categorical detector with
         strata keeps joint keys, :meth:`CategoricalDriftDetector._marginal`). A new dict."""
@@ -465,17 +476,20 @@ class _WindowedDetector:
                 kept[0] += n_cur * (t - last)
                 kept[1] += t - last
             ref = self._reference if name == "reference" else self._windows.baseline()
+            adjusted = ""
+            if ref is not None:  # (min_reference_count holds for what is compared)
+                current, ref, adjusted = self._compared(name, current, dict(ref))
             n_ref = sum(ref.values()) if ref is not None else 0
             held = before == "drift" or self.held_open(name)
             if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
                 held = held and t - self._tested_at.get(name, t) < self.hold_untested_s(name)
                 self._states[name] = _INSUFFICIENT
                 empty = self._empty_report(name, t, n_ref, n_cur)
+                empty = replace(empty, adjusted_for=adjusted) if adjusted else empty
                 self._reports[name] = replace(empty, held_by_hysteresis=True) if held else empty
                 continue
             before = "drift" if held else before
             self._tested_at[name] = t
-            current, ref, adjusted = self._compared(name, current, ref)
             report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
             if adjusted:
                 report = replace(report, adjusted_for=adjusted)
@@ -609,6 +623,9 @@ class CategoricalDriftDetector(_WindowedDetector):
         reference_strata: ``{stratum: {category: rows}}`` of the fixed reference (with
             ``strata``; its marginal should be ``reference``). ``None``: the reference
             comparison is not standardised.
+        pooled_strata: strata kept out of the split (``"und"`` of ``"language"``): their
+            events use the reference's pooled distribution and they do not count toward the
+            two strata an adjustment needs (``standardised_reference``'s ``pooled``).
 
     Raises:
         ValueError: an argument is out of range, or a ``clear_*`` exceeds its ``min_*``.
@@ -636,6 +653,7 @@ class CategoricalDriftDetector(_WindowedDetector):
         confidence: float = 0.95,
         strata: str | None = None,
         reference_strata: Mapping[str, Counts] | None = None,
+        pooled_strata: Collection[str] = (),
     ) -> None:
         if not (
             0 <= clear_jsd <= min_jsd <= 1 and 0 <= clear_share_change <= min_share_change <= 1
@@ -652,6 +670,7 @@ class CategoricalDriftDetector(_WindowedDetector):
         #: the latest tables' JSD lower bounds (:meth:`_jsd_bound`), newest last
         self._bounds: dict[bytes, float] = {}
         self.strata = strata
+        self.pooled_strata = frozenset(pooled_strata)
         self._reference_strata: dict[str, dict[str, int]] | None = None
         if reference_strata is not None:
             self.set_reference_strata(reference_strata)
@@ -685,7 +704,8 @@ class CategoricalDriftDetector(_WindowedDetector):
             strata = self._reference_strata
         else:
             ref, strata = split_joint(ref)
-        adjusted = standardised_reference(strata, mix) if strata else None
+        adjusted = (standardised_reference(strata, mix, pooled=self.pooled_strata)
+                    if strata else None)  # fmt: skip
         if adjusted is None:
             return current, ref, ""
         return current, adjusted, self.strata

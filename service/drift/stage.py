@@ -298,8 +298,11 @@ class DriftStage:
         self.topic_strata: list[str] = []
         # topic: joint topic × language keys in its windows, its reference standardised to
         # the window's language mix (service.drift.strata)
-        settings = {dim: {**common, **({"windows": _joint_windows(windows), "strata": "language"}
-                                       if dim == "topic" else {})}
+        # ("und", a question whose language was not told, is no language of its own: its
+        # events use the gold set's pooled topics, review s43)
+        joint = {"windows": _joint_windows(windows), "strata": "language",
+                 "pooled_strata": ("und",)}  # fmt: skip
+        settings = {dim: {**common, **(joint if dim == "topic" else {})}
                     for dim in CATEGORICAL}  # fmt: skip
         self.categorical = {
             dim: CategoricalDriftDetector(
@@ -1182,7 +1185,9 @@ class DriftStage:
         """:func:`detectable_change`, remembered for the latest :data:`DETECTABLE_KEPT`
         inputs (a report repeats them while the windows do not move: ``GET /v1/drift``, the
         status page)."""
-        current, compared = detector.counts(name)
+        # (what the tests compare: a topic reference standardised to the window's language
+        # mix is of its effective size, smaller than the gold set, review s43)
+        current, compared, adjusted = detector.compared(name)
         n_current = int(test.get("n_current") or 0)
         # (the current window's counts matter only while there is nothing to compare with:
         # keyed on them otherwise, a live service's every new event missed the memo)
@@ -1191,10 +1196,11 @@ class DriftStage:
                tuple(sorted(current.items())) if compared is None or not sum(compared.values())
                else None,
                None if compared is None else tuple(sorted(compared.items())),
-               detector.alpha_per_test(name))  # fmt: skip
+               detector.alpha_per_test(name), adjusted)  # fmt: skip
         if key not in self._detectable_memo:
             self._detectable_memo[key] = detectable_change(dim, name, detector, n_current,
-                                                           current, compared)  # fmt: skip
+                                                           current, compared,
+                                                           adjusted)  # fmt: skip
             if len(self._detectable_memo) > DETECTABLE_KEPT:
                 del self._detectable_memo[next(iter(self._detectable_memo))]
         found = self._detectable_memo[key]
@@ -1523,8 +1529,9 @@ def insufficient_reason(
             seen = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
             reasons.append(f"no {_duration(span)} window reached {detector.min_count} {unit}; "
                            f"{seen}: {advice}" + (f"; and {sparse}" if sparse else ""))  # fmt: skip
+    mix = adjusted_note(test).replace(" (", " (effective, ", 1)
     if comparison == "reference" and n_ref < detector.min_reference_count:
-        reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
+        reasons.append(f"the gold set gives {n_ref} rows{mix} to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
     elif comparison == "baseline" and cfg.baseline == "frozen" and n_ref == 0:
         short, held = detector.short_warmups
@@ -1548,8 +1555,8 @@ def insufficient_reason(
                            f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.{warmup_key}), ready "
                            f"once those hold {detector.min_count} {unit}")  # fmt: skip
     elif comparison == "baseline" and n_ref < detector.min_reference_count:
-        reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
-                       f"{detector.min_reference_count} needed")  # fmt: skip
+        reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}{mix}, fewer than "
+                       f"the {detector.min_reference_count} needed")  # fmt: skip
     return "; ".join(reasons) or "too few events to test"
 
 
@@ -1560,7 +1567,7 @@ def _pct(share: float) -> str:
 
 def detectable_change(
     dim: str, comparison: str, detector: CategoricalDriftDetector | RateDriftDetector,
-    n_current: int, current: Counts, compared: Counts | None,
+    n_current: int, current: Counts, compared: Counts | None, adjusted_for: str = "",
 ) -> dict[str, Any] | None:  # fmt: skip
     """The smallest change of ``dim`` that ``comparison`` (``reference``: the gold set;
     ``baseline``) can alarm on at the user's own sizes, by the detector's own decision on
@@ -1575,7 +1582,9 @@ def detectable_change(
       or, while a baseline is not ready, the current window's shares (``current``) over the
       baseline it will have (``warmup_s / window_s`` windows frozen, one ``previous``);
       a gold set below ``min_reference_count`` rows, or a warm-up that would hold fewer
-      than ``min_count``, cannot alarm either;
+      than ``min_count``, cannot alarm either; ``compared`` is what the test compares
+      (a topic reference standardised to the window's language mix: its effective rows,
+      said so in the text by ``adjusted_for``);
     * the change: of a categorical dimension's categories up to 50 % of what it is compared
       with (the gold set, the baseline or the current window, said in the text), the one
       whose smallest alarming rise is the largest
@@ -1635,16 +1644,20 @@ def detectable_change(
                           f"raise {SETTINGS}.{warmup_key} to about {hours} h")  # fmt: skip
         reference, of = expected_counts(current, m), "current"
     m = int(sum(reference.values()))
+    mix = f" (effective, {adjusted_note({'adjusted_for': adjusted_for}).strip(' ()')})"
+    mix = mix if adjusted_for else ""
     if m < detector.min_reference_count:
-        return cannot(f"the gold set gives {m} rows to compare with, fewer than the "
-                      f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
+        whose = "the gold set" if comparison == "reference" else "the baseline"
+        return cannot(f"{whose} gives {m} rows{mix} to compare with, fewer than the "
+                      f"{detector.min_reference_count} needed"
+                      + (": add gold questions" if comparison == "reference" else ""))  # fmt: skip
     window = f"~{n:,} {unit} a {_duration(span)} window"
     if comparison == "reference":
-        sizes = f"{m:,} gold rows and {window}"
+        sizes = f"{m:,} gold rows{mix} and {window}"
     elif of == "current":  # (the baseline it will have, at this window's traffic)
         sizes = f"{window} and a baseline of about {m:,} once ready"
     else:
-        sizes = f"{window} and {m:,} in the baseline"
+        sizes = f"{window} and {m:,} in the baseline{mix}"
     found: Detectable | None
     if isinstance(detector, RateDriftDetector):
         rate = reference.get("1", 0) / m

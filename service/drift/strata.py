@@ -27,7 +27,11 @@ the comparison's own; only the reference row changes.
 
 When the reference has rows in one language only, ``P̃_ref(t | l) = P_ref(t)`` for every
 ``l``: the reference is returned unchanged (``None``), the comparison is exactly the
-unadjusted one.
+unadjusted one. A *pooled* stratum (``und``, the questions whose language was not told) is
+no language of its own: its reference rows count only in ``P_ref``, its current events use
+``P_ref`` (``a = 0``), and it does not count toward the two languages an adjustment needs
+(an English-only gold set with ``und`` traffic is compared as it is). So does a language of
+the current window the reference lacks (``hi-Latn`` against a gold set without it).
 
 Joint counts are kept in one window as ``"topic" + SEP + "language"`` keys
 (:func:`joint_key`), so the windows' own machinery (lateness, held events, the frozen
@@ -37,7 +41,7 @@ baseline, snapshots) keeps them; :func:`split_joint` reads them back.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 #: Pseudo-rows of the pooled distribution each language's reference distribution is shrunk
 #: with (the module docstring's ``k``): ``analytics.quality_min_class``'s default, the rows a
@@ -71,6 +75,7 @@ def standardised_reference(
     reference: Mapping[str, Mapping[str, int]],
     current: Mapping[str, int],
     shrink: float = SHRINK_ROWS,
+    pooled: Collection[str] = (),
 ) -> dict[str, int] | None:
     """The reference counts under the current window's mix (the module docstring).
 
@@ -78,11 +83,17 @@ def standardised_reference(
         reference: ``{stratum: {category: rows}}`` of the reference (counts ≥ 0).
         current: ``{stratum: events}`` of the current window (its language mix).
         shrink: pseudo-rows of the pooled distribution per stratum (``k``, ≥ 0).
+        pooled: strata kept out of the split (``"und"``: a language the detector could not
+            tell is no language of its own): their reference rows count in the pooled
+            distribution only, their current events use it (``a_l = 0``), and they do not
+            count toward the two strata an adjustment needs.
 
     Returns:
-        ``{category: rows}`` summing to the effective size ``n_eff`` (rounded, at least 1),
+        ``{category: rows}`` summing to the effective size ``n_eff`` (rounded, at least 1;
+        each category the reference has at least 1 row, :func:`_whole`),
         or ``None`` when no adjustment applies: the reference has rows in fewer than two
-        strata, or the current window has no events (the unadjusted reference stands).
+        strata besides ``pooled``, or the current window has no events (the unadjusted
+        reference stands).
 
     Raises:
         ValueError: ``shrink`` is negative or not finite.
@@ -96,7 +107,7 @@ def standardised_reference(
     sizes = {s: sum(cells.values()) for s, cells in reference.items()}
     sizes = {s: n for s, n in sizes.items() if n > 0}
     n_cur = sum(current.values())
-    if len(sizes) < 2 or n_cur <= 0:
+    if len(sizes.keys() - set(pooled)) < 2 or n_cur <= 0:
         return None
     total = sum(sizes.values())
     # β_j: the weight of reference stratum j's distribution in the expected one
@@ -105,7 +116,7 @@ def standardised_reference(
         if n <= 0:
             continue
         w = n / n_cur
-        own = sizes.get(stratum, 0)
+        own = 0 if stratum in pooled else sizes.get(stratum, 0)
         a = own / (own + shrink) if own else 0.0
         for j, n_j in sizes.items():
             beta[j] += w * (1.0 - a) * n_j / total
@@ -122,11 +133,13 @@ def standardised_reference(
 
 def _whole(shares: Mapping[str, float], size: int) -> dict[str, int]:
     """``shares`` (summing to 1) as whole counts summing to ``size`` (largest remainders,
-    ties in the order given); categories rounded to 0 are left out."""
+    ties in the order given), a category of a positive share at least 1 (a topic the
+    reference has, expected below half a row, is not reported as new; the total then
+    exceeds ``size`` by those rows)."""
     raw = {c: s * size for c, s in shares.items()}
     counts = {c: math.floor(v) for c, v in raw.items()}
     short = size - sum(counts.values())
     order = sorted(raw, key=lambda c: counts[c] - raw[c])  # largest remainder first
     for c in order[:short]:
         counts[c] += 1
-    return {c: n for c, n in counts.items() if n > 0}
+    return {c: max(n, 1) for c, n in counts.items() if raw[c] > 0}

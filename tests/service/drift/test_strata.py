@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from service.drift.detectors import CategoricalDriftDetector
-from service.drift.stage import DriftStage
+from service.drift.stage import DriftStage, detectable_change
 from service.drift.strata import joint_key, split_joint, standardised_reference
 from service.drift.windows import WindowConfig
 from service.pipeline import Batch
@@ -122,7 +122,58 @@ def test_a_language_mix_change_alone_moves_the_plain_test_not_the_standardised_o
                                                                        "c": 140}  # fmt: skip
 
 
-def _stage_run(strata: dict[str, dict[str, int]] | None, batch: int) -> DriftStage:
+def test_und_is_pooled_and_no_language_of_its_own() -> None:
+    # review s43: an English-only gold set with `und` questions is not two languages
+    assert standardised_reference({"en": {"a": 6, "b": 4}, "und": {"a": 1}}, {"en": 90, "und": 10},
+                                  pooled=("und",)) is None  # fmt: skip
+    # en/hi reference, current 20 en + 80 und, k = 0: und uses the pooled (.4, .25, .35)
+    # (a = 0), en its own (.6, .3, .1): expected = .2·(.6, .3, .1) + .8·(.4, .25, .35)
+    # = (.44, .26, .30); β_en = .8·10/20 + .2 = .6, β_hi = .8·10/20 = .4:
+    # n_eff = 1 / ((.36 + .16) / 10) = 19.23 -> 19: 19·(.44, .26, .30) = (8.36, 4.94, 5.7)
+    # -> floors 8, 4, 5 (17), two rows to the largest remainders b (.94), c (.7): (8, 5, 6)
+    got = standardised_reference(REFERENCE, {"en": 20, "und": 80}, shrink=0.0, pooled=("und",))
+    assert got == {"a": 8, "b": 5, "c": 6}
+
+
+def test_a_topic_the_reference_has_keeps_a_row() -> None:
+    # en 99 rows (50 a, 49 b), hi 11 (5 a, 5 b, 1 c); the window all en, k = 10:
+    # a_en = 99/109; β_en = (10/109)·99/110 + 99/109 = .99083, β_hi = (10/109)·11/110
+    # = .00917; n_eff = 1 / (.99083²/99 + .00917²/11) = 100.76 -> 101;
+    # expected a = .99083·50/99 + .00917·5/11 = .50459 (50.96 rows), b = .49458 (49.95),
+    # c = .00917/11 = .00083 (0.08): floors 50, 49, 0, the two rows left to a and b; c,
+    # which the gold set has, keeps 1 row (not reported as a new topic): 102 in all
+    ref = {"en": {"a": 50, "b": 49}, "hi": {"a": 5, "b": 5, "c": 1}}
+    assert standardised_reference(ref, {"en": 500}) == {"a": 51, "b": 50, "c": 1}
+
+
+def test_min_reference_count_and_detectable_use_the_effective_reference() -> None:
+    # gold 30 rows: en 25 (15 a, 8 b, 2 c), hi 5 (1 a, 1 b, 3 c); the window all hi, k = 10:
+    # a_hi = 5/15; β_en = (2/3)·25/30 = .5556, β_hi = (2/3)·5/30 + 1/3 = .4444;
+    # n_eff = 1 / (.5556²/25 + .4444²/5) = 1 / .051852 = 19.29 -> 19 rows, fewer than
+    # min_reference_count 30; expected = .5556·(.6, .32, .08) + .4444·(.2, .2, .6)
+    # = (.4222, .2667, .3111): 19· = (8.02, 5.07, 5.91) -> 8, 5, 5 and the last row to c: 6
+    gold = {"en": {"a": 15, "b": 8, "c": 2}, "hi": {"a": 1, "b": 1, "c": 3}}
+    windows = WindowConfig(window_s=3600, reference_window_s=3600, test_every_s=600,
+                           baseline="none")  # fmt: skip
+    det = CategoricalDriftDetector({"a": 16, "b": 9, "c": 5}, windows=windows, min_count=100,
+                                   strata="language", reference_strata=gold)  # fmt: skip
+    values = [joint_key(t, "hi") for t in "abc" for _ in range(100)]
+    det.update_many(values, [10.0 * i for i in range(300)])
+    det.update_many([joint_key("a", "hi")], [3500.0])  # a test time
+    report = det.reports["reference"]
+    assert report.state == "insufficient_data" and report.n_reference == 19
+    assert report.adjusted_for == "language"
+    current, compared, adjusted = det.compared("reference")
+    assert compared == {"a": 8, "b": 5, "c": 6} and adjusted == "language"
+    found = detectable_change("topic", "reference", det, 301, current, compared, adjusted)
+    assert found is not None and found.get("cannot_alarm")
+    assert "19 rows (effective, adjusted for the language mix)" in found["text"]
+    assert "30 gold" not in found["text"]
+
+
+def _stage_run(
+    strata: dict[str, dict[str, int]] | None, batch: int, und: float = 0.0
+) -> DriftStage:
     stage = DriftStage(
         {"language": {"en": 30}, "topic": {"a": 12, "b": 9, "c": 9}},
         windows=WindowConfig(window_s=3600, test_every_s=300, warmup_s=3600),
@@ -134,6 +185,7 @@ def _stage_run(strata: dict[str, dict[str, int]] | None, batch: int) -> DriftSta
     topics = rng.choice(["a", "b", "c"], n, p=[0.4, 0.3, 0.3])
     later = stamps > 1.8e9 + 3 * 3600  # b leaves the traffic 3 h in
     topics[later] = rng.choice(["a", "c"], int(later.sum()))
+    languages = np.where(rng.random(n) < und, "und", "en")
 
     class Event:
         question = ""
@@ -144,7 +196,7 @@ def _stage_run(strata: dict[str, dict[str, int]] | None, batch: int) -> DriftSta
     for start in range(0, n, batch):
         part = range(start, min(n, start + batch))
         stage.process(Batch(source="file", events=[Event(stamps[i]) for i in part],
-                            annotations=[{"language": "en", "topic": str(topics[i])}
+                            annotations=[{"language": str(languages[i]), "topic": str(topics[i])}
                                          for i in part]))  # fmt: skip
     return stage
 
@@ -157,6 +209,18 @@ def test_one_language_is_exactly_the_unadjusted_test_whatever_the_batching() -> 
     reports = [s.report()["topic"]["comparisons"] for s in (plain, one, small)]
     assert reports[0] == reports[1] == reports[2]
     assert "adjusted_for" not in reports[0]["baseline"]
+
+
+def test_one_language_and_und_is_exactly_the_unadjusted_test() -> None:
+    # review s43: 4 % of the questions `und`, the gold set English only: the same tests,
+    # figures and alarms as with no strata at all, nothing "adjusted"
+    plain = _stage_run(None, 500, und=0.04)
+    one = _stage_run({"en": {"a": 12, "b": 9, "c": 9}}, 500, und=0.04)
+    assert plain.alarms and plain.alarms == one.alarms
+    reports = [s.report()["topic"]["comparisons"] for s in (plain, one)]
+    assert reports[0] == reports[1]
+    assert "adjusted_for" not in reports[0]["baseline"]
+    assert "adjusted_for" not in reports[0]["reference"]
 
 
 def test_topic_strata_survive_a_snapshot() -> None:
