@@ -249,6 +249,9 @@ class _WindowedDetector:
         self._tested_at: dict[str, float] = {}
         #: comparison -> its latest report with enough events (:meth:`last_tested`)
         self._last_tested: dict[str, Any] = {}
+        #: the standardised reference each comparison's latest test compared with, when it
+        #: was adjusted (:meth:`compared`; not kept in snapshots: the next test sets it)
+        self._adjusted_refs: dict[str, tuple[dict[str, int], str]] = {}
 
     def hold_untested_s(self, comparison: str) -> float:
         """How long, seconds of event time since ``comparison``'s latest test with enough
@@ -377,9 +380,13 @@ class _WindowedDetector:
     def compared(self, comparison: str) -> tuple[dict[str, int], dict[str, int] | None, str]:
         """``(current, compared, adjusted_for)``: as :meth:`counts`, but ``compared`` is what
         a test of ``comparison`` would compare with now (a categorical detector with strata:
-        the reference standardised to the current window's mix, of its effective size;
-        ``adjusted_for`` its dimension, ``""`` when compared as it is). New dicts."""
+        the reference standardised to the current window's mix, of its effective size: the
+        one the latest test compared with, as its ``n_reference`` says; ``adjusted_for`` its
+        dimension, ``""`` when compared as it is). New dicts."""
         current = dict(self._windows.current(reference=comparison == "reference"))
+        if comparison in self._adjusted_refs:
+            tested, adjusted = self._adjusted_refs[comparison]
+            return self._marginal(current), dict(tested), adjusted
         ref = self._reference if comparison == "reference" else self._windows.baseline()
         if ref is None:
             return self._marginal(current), None, ""
@@ -479,6 +486,10 @@ class _WindowedDetector:
             adjusted = ""
             if ref is not None:  # (min_reference_count holds for what is compared)
                 current, ref, adjusted = self._compared(name, current, dict(ref))
+            if adjusted:
+                self._adjusted_refs[name] = (dict(ref), adjusted)  # type: ignore[arg-type]
+            else:
+                self._adjusted_refs.pop(name, None)
             n_ref = sum(ref.values()) if ref is not None else 0
             held = before == "drift" or self.held_open(name)
             if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
