@@ -188,7 +188,10 @@ class DimensionDrift(TypedDict, total=False):
     ``{category: why}``; ``categories_are``: what the categories are when they are not what
     they are named (topic while novelty is uncalibrated: each question's nearest gold topic;
     its coverage gaps are then all left out, its drift still alarms); ``tested_state`` is the
-    state the test gave when suppression or hysteresis changed it; a test whose open alarm is
+    state the test gave when suppression or hysteresis changed it; a topic test (and its
+    alarm entry) whose reference was standardised to the window's language mix says
+    ``adjusted_for: "language"`` (absent when compared as it is: one language,
+    :mod:`service.drift.strata`); a test whose open alarm is
     held although it alone would open none says why in ``held`` (words) and ``held_because``
     (``suppressed_categories``, ``confounded``, ``not_tested``, ``hysteresis``:
     :data:`service.drift.stage.HELD_BECAUSE`), a ``not_tested`` one its latest test with

@@ -65,7 +65,7 @@ nothing (the alarm ends ``insufficient_data``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Self
 
@@ -87,6 +87,7 @@ from service.drift.stats_tests import (
     share_changes_from_table,
     two_proportion_test,
 )
+from service.drift.strata import split_joint, standardised_reference
 from service.drift.windows import (
     CategoryWindow,
     ComparisonWindows,
@@ -145,11 +146,17 @@ class CategoricalDriftReport:
     # below p_floor = 1 / (resamples + 1) > alpha ("" and 0 otherwise; left out of to_dict)
     cannot_alarm: str = ""
     p_floor: float = 0.0
+    # the dimension whose mix the reference was standardised to ("language": the reference
+    # is the one it would have had under the current window's language mix,
+    # service.drift.strata; "" when compared as it is, and left out of to_dict)
+    adjusted_for: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (``ShareChange`` rows become dicts; ``cannot_alarm`` and
-        ``p_floor`` only when the test could not alarm)."""
+        ``p_floor`` only when the test could not alarm, ``adjusted_for`` only when the
+        reference was standardised)."""
         skip = ("rising", "falling") + (() if self.cannot_alarm else ("cannot_alarm", "p_floor"))
+        skip += () if self.adjusted_for else ("adjusted_for",)
         out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["rising"] = [s._asdict() for s in self.rising]
         out["falling"] = [s._asdict() for s in self.falling]
@@ -242,6 +249,9 @@ class _WindowedDetector:
         self._tested_at: dict[str, float] = {}
         #: comparison -> its latest report with enough events (:meth:`last_tested`)
         self._last_tested: dict[str, Any] = {}
+        #: the standardised reference each comparison's latest test compared with, when it
+        #: was adjusted (:meth:`compared`; not kept in snapshots: the next test sets it)
+        self._adjusted_refs: dict[str, tuple[dict[str, int], str]] = {}
 
     def hold_untested_s(self, comparison: str) -> float:
         """How long, seconds of event time since ``comparison``'s latest test with enough
@@ -365,7 +375,27 @@ class _WindowedDetector:
         is none, e.g. a frozen baseline still warming up). New dicts."""
         current = self._windows.current(reference=comparison == "reference")
         ref = self._reference if comparison == "reference" else self._windows.baseline()
-        return dict(current), None if ref is None else dict(ref)
+        return self._marginal(current), None if ref is None else self._marginal(ref)
+
+    def compared(self, comparison: str) -> tuple[dict[str, int], dict[str, int] | None, str]:
+        """``(current, compared, adjusted_for)``: as :meth:`counts`, but ``compared`` is what
+        a test of ``comparison`` would compare with now (a categorical detector with strata:
+        the reference standardised to the current window's mix, of its effective size: the
+        one the latest test compared with, as its ``n_reference`` says; ``adjusted_for`` its
+        dimension, ``""`` when compared as it is). New dicts."""
+        current = dict(self._windows.current(reference=comparison == "reference"))
+        if comparison in self._adjusted_refs:
+            tested, adjusted = self._adjusted_refs[comparison]
+            return self._marginal(current), dict(tested), adjusted
+        ref = self._reference if comparison == "reference" else self._windows.baseline()
+        if ref is None:
+            return self._marginal(current), None, ""
+        return self._compared(comparison, current, dict(ref))
+
+    def _marginal(self, counts: Mapping[str, int]) -> dict[str, int]:
+        """The categories' counts of a window's ``counts`` (a categorical detector with
+        strata keeps joint keys, :meth:`CategoricalDriftDetector._marginal`). A new dict."""
+        return dict(counts)
 
     def decide(self, comparison: str, reference: Counts, current: Counts) -> Any:
         """The report this detector's test of ``comparison`` would give on these counts
@@ -453,22 +483,40 @@ class _WindowedDetector:
                 kept[0] += n_cur * (t - last)
                 kept[1] += t - last
             ref = self._reference if name == "reference" else self._windows.baseline()
+            adjusted = ""
+            if ref is not None:  # (min_reference_count holds for what is compared)
+                current, ref, adjusted = self._compared(name, current, dict(ref))
+            if adjusted:
+                self._adjusted_refs[name] = (dict(ref), adjusted)  # type: ignore[arg-type]
+            else:
+                self._adjusted_refs.pop(name, None)
             n_ref = sum(ref.values()) if ref is not None else 0
             held = before == "drift" or self.held_open(name)
             if ref is None or n_ref < self.min_reference_count or n_cur < self.min_count:
                 held = held and t - self._tested_at.get(name, t) < self.hold_untested_s(name)
                 self._states[name] = _INSUFFICIENT
                 empty = self._empty_report(name, t, n_ref, n_cur)
+                empty = replace(empty, adjusted_for=adjusted) if adjusted else empty
                 self._reports[name] = replace(empty, held_by_hysteresis=True) if held else empty
                 continue
             before = "drift" if held else before
             self._tested_at[name] = t
             report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
+            if adjusted:
+                report = replace(report, adjusted_for=adjusted)
             self.n_alarms += report.state == "drift" and before != "drift"
             self._states[name], self._reports[name] = report.state, report
             self._last_tested[name] = report
 
     _reference: dict[str, int] | None
+
+    def _compared(
+        self, name: str, current: dict[str, int], ref: dict[str, int]
+    ) -> tuple[dict[str, int], dict[str, int], str]:
+        """``(current, reference, adjusted_for)`` a test of ``name`` compares, from its
+        windows' counts (a categorical detector with strata standardises the reference,
+        :meth:`CategoricalDriftDetector._compared`); here as they are."""
+        return current, ref, ""
 
     def _assess(
         self, name: str, ref: Counts, cur: Counts, before: State, t: float, alpha: float
@@ -578,6 +626,17 @@ class CategoricalDriftDetector(_WindowedDetector):
         min_share_change, clear_share_change: share-change thresholds, [0, 1], judged on
             the CI bound nearest 0 of each category's share change.
         confidence: level of the share-change CIs, (0, 1).
+        strata: the name of a second dimension (e.g. ``"language"``) whose mix the
+            reference is standardised to (:mod:`service.drift.strata`); the categories fed
+            are then joint keys (:func:`~service.drift.strata.joint_key`: category and
+            stratum), the windows keep them, and every count read (:meth:`counts`, the
+            tests' current window) is the categories' marginal. ``None``: plain categories.
+        reference_strata: ``{stratum: {category: rows}}`` of the fixed reference (with
+            ``strata``; its marginal should be ``reference``). ``None``: the reference
+            comparison is not standardised.
+        pooled_strata: strata kept out of the split (``"und"`` of ``"language"``): their
+            events use the reference's pooled distribution and they do not count toward the
+            two strata an adjustment needs (``standardised_reference``'s ``pooled``).
 
     Raises:
         ValueError: an argument is out of range, or a ``clear_*`` exceeds its ``min_*``.
@@ -603,6 +662,9 @@ class CategoricalDriftDetector(_WindowedDetector):
         min_share_change: float = 0.05,
         clear_share_change: float = 0.025,
         confidence: float = 0.95,
+        strata: str | None = None,
+        reference_strata: Mapping[str, Counts] | None = None,
+        pooled_strata: Collection[str] = (),
     ) -> None:
         if not (
             0 <= clear_jsd <= min_jsd <= 1 and 0 <= clear_share_change <= min_share_change <= 1
@@ -618,6 +680,46 @@ class CategoricalDriftDetector(_WindowedDetector):
         self.min_share_change, self.clear_share_change = min_share_change, clear_share_change
         #: the latest tables' JSD lower bounds (:meth:`_jsd_bound`), newest last
         self._bounds: dict[bytes, float] = {}
+        self.strata = strata
+        self.pooled_strata = frozenset(pooled_strata)
+        self._reference_strata: dict[str, dict[str, int]] | None = None
+        if reference_strata is not None:
+            self.set_reference_strata(reference_strata)
+
+    def set_reference_strata(self, reference_strata: Mapping[str, Counts] | None) -> None:
+        """Replace the fixed reference's ``{stratum: {category: rows}}`` (``None``: its
+        comparison is not standardised), e.g. with :meth:`set_reference`."""
+        self._reference_strata = (
+            None if reference_strata is None else
+            {str(s): {str(k): int(v) for k, v in cells.items() if v > 0}
+             for s, cells in reference_strata.items()}
+        )  # fmt: skip
+
+    def _marginal(self, counts: Mapping[str, int]) -> dict[str, int]:
+        return split_joint(counts)[0] if self.strata else dict(counts)
+
+    def _compared(
+        self, name: str, current: dict[str, int], ref: dict[str, int]
+    ) -> tuple[dict[str, int], dict[str, int], str]:
+        """With :attr:`strata`: the current window's categories (its marginal) and the
+        reference standardised to the current window's mix of strata
+        (:func:`~service.drift.strata.standardised_reference`; the gold set's strata for
+        ``reference``, the baseline window's own for ``baseline``), with ``adjusted_for``
+        the strata's dimension; the reference as it is (and ``""``) when no adjustment
+        applies (one stratum in the reference)."""
+        if not self.strata:
+            return current, ref, ""
+        current, by_stratum = split_joint(current)
+        mix = {stratum: sum(cells.values()) for stratum, cells in by_stratum.items()}
+        if name == "reference":
+            strata = self._reference_strata
+        else:
+            ref, strata = split_joint(ref)
+        adjusted = (standardised_reference(strata, mix, pooled=self.pooled_strata)
+                    if strata else None)  # fmt: skip
+        if adjusted is None:
+            return current, ref, ""
+        return current, adjusted, self.strata
 
     def set_reference(self, reference: Counts) -> None:
         """Replace the fixed reference counts (e.g. the gold set after an accepted question).

@@ -53,6 +53,7 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -74,6 +75,7 @@ from service.drift.sizing import (
     smallest_rate_rise,
 )
 from service.drift.stats_tests import coverage_gaps
+from service.drift.strata import joint_key
 from service.drift.terms import TermsDriftDetector, question_terms
 from service.pipeline import Batch
 
@@ -117,6 +119,9 @@ RESTORE_RULES: dict[str, tuple[str, str, str]] = {
                      "before they counted only the verdicts the off-corpus cutoff's range "
                      "does not move"),
 }  # fmt: skip
+#: The most languages the topic windows keep apart (:attr:`DriftStage.topic_strata`); the
+#: questions of any other language are counted together (stratum ``""``).
+TOPIC_STRATA = 16
 #: The dimensions whose Bonferroni shares split ``alpha`` (``terms`` has one more share of its
 #: own, so adding it moved none of these levels).
 SHARED = (*CATEGORICAL, "refusal", "out_of_scope")
@@ -167,6 +172,9 @@ class _Column(NamedTuple):
     values: list[Any]
     #: the batch's rows the values are of, increasing (``None``: every row)
     rows: list[int] | None
+    #: what the live counts take (``None``: ``values``): the topics of the topic column,
+    #: whose ``values`` are joint keys of topic and language (:meth:`DriftStage._joint`)
+    counted: list[Any] | None = None
 
 
 class _Feed(NamedTuple):
@@ -222,6 +230,13 @@ def _columns(
     return columns
 
 
+def _joint_windows(windows: WindowConfig) -> WindowConfig:
+    """The topic windows' configuration: ``windows`` keeping as many topics apart in each
+    of the :data:`TOPIC_STRATA` languages and the rest (joint keys, :mod:`service.drift.strata`)
+    as ``windows`` keeps categories."""
+    return replace(windows, max_categories=windows.max_categories * (TOPIC_STRATA + 1))
+
+
 def _pick(streams: list[str] | None, rows: list[int]) -> list[str] | None:
     """The streams of ``rows`` (``None``: one stream)."""
     return None if streams is None else [streams[i] for i in rows]
@@ -269,12 +284,26 @@ class DriftStage:
         known_windows: WindowConfig | None = None,
         known_min_count: int = 30,
         clock: Callable[[], float] = time.time,
+        gold_topic_strata: Mapping[str, Counts] | None = None,
     ) -> None:
         windows = windows or WindowConfig()
         self.clock = clock
         common = {"windows": windows, "min_count": min_count, "alpha": alpha,
                   "n_dimensions": len(SHARED)}  # fmt: skip
         self.gold_counts = {dim: dict(counts) for dim, counts in gold_counts.items()}
+        #: the languages the topic windows keep apart (the strata of the topic test's
+        #: standardisation, :mod:`service.drift.strata`): the gold set's topic rows'
+        #: languages (most rows first), then the languages live topic questions come in, in
+        #: the order first seen, at most TOPIC_STRATA; any other language is stratum ""
+        self.topic_strata: list[str] = []
+        # topic: joint topic × language keys in its windows, its reference standardised to
+        # the window's language mix (service.drift.strata)
+        # ("und", a question whose language was not told, is no language of its own: its
+        # events use the gold set's pooled topics, review s43)
+        joint = {"windows": _joint_windows(windows), "strata": "language",
+                 "pooled_strata": ("und",)}  # fmt: skip
+        settings = {dim: {**common, **(joint if dim == "topic" else {})}
+                    for dim in CATEGORICAL}  # fmt: skip
         self.categorical = {
             dim: CategoricalDriftDetector(
                 self.gold_counts.get(dim),
@@ -282,10 +311,11 @@ class DriftStage:
                 min_share_change=min_share_change,
                 clear_jsd=min_jsd / 2,
                 clear_share_change=min_share_change / 2,
-                **common,  # type: ignore[arg-type]
+                **settings[dim],  # type: ignore[arg-type]
             )
             for dim in CATEGORICAL
         }
+        self.set_topic_strata(gold_topic_strata)
         # known_refusal and known_miss: their own windows and min_count (known questions are
         # few), the same level as each shared dimension's (each its own Bonferroni share, as
         # terms)
@@ -651,6 +681,43 @@ class DriftStage:
         return {name: self._state_of(dim, state, det.reports.get(name), name)
                 for name, state in det.states.items()}  # fmt: skip
 
+    def set_topic_strata(self, gold_topic_strata: Mapping[str, Counts] | None) -> None:
+        """Replace the gold set's topic rows by language, ``{language: {topic: rows}}``
+        (``None``: none), the strata of the topic comparison with the gold set: its reference
+        is the one the gold set would have had under the live window's language mix
+        (:func:`~service.drift.strata.standardised_reference`). The gold set's languages are
+        kept apart in the topic windows from now on (most rows first, at most
+        :data:`TOPIC_STRATA` with the live languages seen so far)."""
+        self.categorical["topic"].set_reference_strata(gold_topic_strata)
+        if gold_topic_strata:
+            rows = {lang: sum(cells.values()) for lang, cells in gold_topic_strata.items()}
+            gold = sorted((lang for lang, n in rows.items() if n > 0), key=lambda g: -rows[g])
+            kept = [*gold, *(lang for lang in self.topic_strata if lang not in rows)]
+            self.topic_strata = kept[:TOPIC_STRATA]
+        self._stratum_of = set(self.topic_strata)
+
+    def _joint(self, columns: list[_Column]) -> list[_Column]:
+        """``columns`` with the topic column's values as joint keys of topic and the
+        question's language (its stratum: the language when among :attr:`topic_strata`, a
+        new language joining them while they are fewer than :data:`TOPIC_STRATA`, else
+        ``""``), its topics kept for the live counts (``counted``)."""
+        languages = columns[0].values  # (every event's, "und" when none)
+        for i, column in enumerate(columns):
+            if column.dimension != "topic":
+                continue
+            rows = column.rows
+            langs = languages if rows is None else [languages[r] for r in rows]
+            kept, strata = self._stratum_of, self.topic_strata
+            seen = dict.fromkeys(langs)  # (in the order first seen: new strata join so)
+            for lang in seen:
+                if lang not in kept and len(strata) < TOPIC_STRATA:
+                    strata.append(lang)
+                    kept.add(lang)
+            suffix = {lang: joint_key("", lang if lang in kept else "") for lang in seen}
+            keys = [topic + suffix[lang] for topic, lang in zip(column.values, langs, strict=True)]
+            columns[i] = _Column("topic", keys, rows, column.values)
+        return columns
+
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
         """Replace the gold-set reference counts (the gold set grew); live windows are kept,
         the next tests compare against the new reference."""
@@ -730,7 +797,7 @@ class DriftStage:
         now = np.repeat(np.array(nows, dtype=np.float64), sizes)
         detectors = self._detectors()
         feeds: list[_Feed] = []
-        for column in _columns(annotations, questions):
+        for column in self._joint(_columns(annotations, questions)):
             rows = column.rows
             if rows is None:
                 feeds.append(_Feed(column, detectors[column.dimension], ts, now, streams, ends))
@@ -745,14 +812,14 @@ class DriftStage:
         # each detector's reports after each of its tests, at the batch's event it followed
         logs: dict[str, TestLog] = {}
         for feed, wm in zip(feeds, marks, strict=True):
-            dim, values, rows = feed.column
+            dim, values, rows, counted = feed.column
             tests: TestLog = []
             feed.detector.update_many(values, feed.timestamps, feed.now, feed.streams,
                                       watermarks=wm, tests=tests, checks=feed.checks)  # fmt: skip
             logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:  # (values: of the column's rows)
-                self.live_counts[dim].update(values)
+                self.live_counts[dim].update(values if counted is None else counted)
         late, future = self._kept_out_counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, None)
         return True
@@ -838,7 +905,7 @@ class DriftStage:
         detectors = self._detectors()
         latest = {dim: det.reports for dim, det in detectors.items()}  # before the chunk
         logs: dict[str, TestLog] = {}
-        for dim, values, rows in _columns(annotations, questions):
+        for dim, values, rows, counted in self._joint(_columns(annotations, questions)):
             tests: TestLog = []
             if rows is None:
                 detectors[dim].update_many(values, stamps, now, streams, tests=tests)
@@ -848,7 +915,7 @@ class DriftStage:
             logs[dim] = [(after if rows is None else rows[after - 1] + 1, reports)
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:
-                self.live_counts[dim].update(values)
+                self.live_counts[dim].update(values if counted is None else counted)
         counter = self._kept_out_counter
         late, future = counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, counter.held_mask())
@@ -1118,7 +1185,9 @@ class DriftStage:
         """:func:`detectable_change`, remembered for the latest :data:`DETECTABLE_KEPT`
         inputs (a report repeats them while the windows do not move: ``GET /v1/drift``, the
         status page)."""
-        current, compared = detector.counts(name)
+        # (what the tests compare: a topic reference standardised to the window's language
+        # mix is of its effective size, smaller than the gold set, review s43)
+        current, compared, adjusted = detector.compared(name)
         n_current = int(test.get("n_current") or 0)
         # (the current window's counts matter only while there is nothing to compare with:
         # keyed on them otherwise, a live service's every new event missed the memo)
@@ -1127,10 +1196,11 @@ class DriftStage:
                tuple(sorted(current.items())) if compared is None or not sum(compared.values())
                else None,
                None if compared is None else tuple(sorted(compared.items())),
-               detector.alpha_per_test(name))  # fmt: skip
+               detector.alpha_per_test(name), adjusted)  # fmt: skip
         if key not in self._detectable_memo:
             self._detectable_memo[key] = detectable_change(dim, name, detector, n_current,
-                                                           current, compared)  # fmt: skip
+                                                           current, compared,
+                                                           adjusted)  # fmt: skip
             if len(self._detectable_memo) > DETECTABLE_KEPT:
                 del self._detectable_memo[next(iter(self._detectable_memo))]
         found = self._detectable_memo[key]
@@ -1146,6 +1216,7 @@ class DriftStage:
             "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
+            "topic_strata": list(self.topic_strata),
             **{key: rule for key, rule, _ in RESTORE_RULES.values()},
         }
 
@@ -1175,6 +1246,10 @@ class DriftStage:
                     continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
+        saved = [str(lang) for lang in state.get("topic_strata", ())]  # (older: none)
+        merged = [*saved, *(lang for lang in self.topic_strata if lang not in saved)]
+        self.topic_strata = list(dict.fromkeys(merged))[:TOPIC_STRATA]
+        self._stratum_of = set(self.topic_strata)
         self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
         self._last_state = dict(state.get("last_state", {}))
         named = state.get("named")
@@ -1277,6 +1352,19 @@ def figures_text(test: Mapping[str, Any]) -> str:
 def _utc(timestamp: float) -> str:
     """Unix seconds as ``"2026-01-01 10:40 UTC"``."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def adjusted_note(test: Mapping[str, Any]) -> str:
+    """What a categorical test's or alarm's reference was standardised to, as the reports say
+    it after what moved (``""`` when compared as it is; :mod:`service.drift.strata`):
+
+    >>> adjusted_note({"adjusted_for": "language"})
+    ' (adjusted for the language mix)'
+    >>> adjusted_note({})
+    ''
+    """
+    by = test.get("adjusted_for")
+    return f" (adjusted for the {by} mix)" if by else ""
 
 
 def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
@@ -1441,8 +1529,9 @@ def insufficient_reason(
             seen = f"the busiest had {busiest}" + (f", {mean:.1f} on average" if mean else "")
             reasons.append(f"no {_duration(span)} window reached {detector.min_count} {unit}; "
                            f"{seen}: {advice}" + (f"; and {sparse}" if sparse else ""))  # fmt: skip
+    mix = adjusted_note(test).replace(" (", " (effective, ", 1)
     if comparison == "reference" and n_ref < detector.min_reference_count:
-        reasons.append(f"the gold set gives {n_ref} rows to compare with, fewer than the "
+        reasons.append(f"the gold set gives {n_ref} rows{mix} to compare with, fewer than the "
                        f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
     elif comparison == "baseline" and cfg.baseline == "frozen" and n_ref == 0:
         short, held = detector.short_warmups
@@ -1466,8 +1555,8 @@ def insufficient_reason(
                            f"{_duration(cfg.warmup_s)} of traffic ({SETTINGS}.{warmup_key}), ready "
                            f"once those hold {detector.min_count} {unit}")  # fmt: skip
     elif comparison == "baseline" and n_ref < detector.min_reference_count:
-        reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}, fewer than the "
-                       f"{detector.min_reference_count} needed")  # fmt: skip
+        reasons.append(f"the baseline of earlier traffic holds {n_ref} {unit}{mix}, fewer than "
+                       f"the {detector.min_reference_count} needed")  # fmt: skip
     return "; ".join(reasons) or "too few events to test"
 
 
@@ -1478,7 +1567,7 @@ def _pct(share: float) -> str:
 
 def detectable_change(
     dim: str, comparison: str, detector: CategoricalDriftDetector | RateDriftDetector,
-    n_current: int, current: Counts, compared: Counts | None,
+    n_current: int, current: Counts, compared: Counts | None, adjusted_for: str = "",
 ) -> dict[str, Any] | None:  # fmt: skip
     """The smallest change of ``dim`` that ``comparison`` (``reference``: the gold set;
     ``baseline``) can alarm on at the user's own sizes, by the detector's own decision on
@@ -1493,7 +1582,9 @@ def detectable_change(
       or, while a baseline is not ready, the current window's shares (``current``) over the
       baseline it will have (``warmup_s / window_s`` windows frozen, one ``previous``);
       a gold set below ``min_reference_count`` rows, or a warm-up that would hold fewer
-      than ``min_count``, cannot alarm either;
+      than ``min_count``, cannot alarm either; ``compared`` is what the test compares
+      (a topic reference standardised to the window's language mix: its effective rows,
+      said so in the text by ``adjusted_for``);
     * the change: of a categorical dimension's categories up to 50 % of what it is compared
       with (the gold set, the baseline or the current window, said in the text), the one
       whose smallest alarming rise is the largest
@@ -1553,16 +1644,20 @@ def detectable_change(
                           f"raise {SETTINGS}.{warmup_key} to about {hours} h")  # fmt: skip
         reference, of = expected_counts(current, m), "current"
     m = int(sum(reference.values()))
+    mix = f" (effective, {adjusted_note({'adjusted_for': adjusted_for}).strip(' ()')})"
+    mix = mix if adjusted_for else ""
     if m < detector.min_reference_count:
-        return cannot(f"the gold set gives {m} rows to compare with, fewer than the "
-                      f"{detector.min_reference_count} needed: add gold questions")  # fmt: skip
+        whose = "the gold set" if comparison == "reference" else "the baseline"
+        return cannot(f"{whose} gives {m} rows{mix} to compare with, fewer than the "
+                      f"{detector.min_reference_count} needed"
+                      + (": add gold questions" if comparison == "reference" else ""))  # fmt: skip
     window = f"~{n:,} {unit} a {_duration(span)} window"
     if comparison == "reference":
-        sizes = f"{m:,} gold rows and {window}"
+        sizes = f"{m:,} gold rows{mix} and {window}"
     elif of == "current":  # (the baseline it will have, at this window's traffic)
         sizes = f"{window} and a baseline of about {m:,} once ready"
     else:
-        sizes = f"{window} and {m:,} in the baseline"
+        sizes = f"{window} and {m:,} in the baseline{mix}"
     found: Detectable | None
     if isinstance(detector, RateDriftDetector):
         rate = reference.get("1", 0) / m
@@ -1658,9 +1753,12 @@ def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
         return {"rising_terms": [{key: row[key] for key in keys} for row in test["rising"]],
                 "terms_tested": test["terms_tested"], "p_value": test["p_value"],
                 "alpha": test["alpha"]}  # fmt: skip
-    return {
+    moved = {
         "rising": [row["category"] for row in test.get("rising", ())],
         "falling": [row["category"] for row in test.get("falling", ())],
         "js_divergence": test.get("js_divergence"),
         "p_value": test.get("p_value"),
     }
+    if test.get("adjusted_for"):  # the reference standardised to the window's mix of it
+        moved["adjusted_for"] = test["adjusted_for"]
+    return moved

@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.drift.stage import rate_moves
+from service.drift.stage import adjusted_note, rate_moves
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
 from service.refusals.scope import windows_count
@@ -239,7 +239,9 @@ def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None =
     """What moved in a categorical drift test: ``"rising: hi-Latn 8%→37%; falling: en
     92%→59%; new: hi"`` (``–`` when nothing did). A category in ``silenced`` (``{category:
     why}``, e.g. an uncalibrated ``novel``) is listed apart, as raising no alarm, with why,
-    whichever way it moved: its share is not a fact."""
+    whichever way it moved: its share is not a fact. A test whose reference was
+    standardised to the current window's language mix says so after it (" (adjusted for the
+    language mix)", :func:`~service.drift.stage.adjusted_note`)."""
     if "terms_tested" in test:
         return term_moves(test.get("rising") or ())
     silenced = silenced or {}
@@ -266,7 +268,7 @@ def category_moves(test: Mapping[str, Any], silenced: Mapping[str, str] | None =
         + [f"{label}, raises no alarm: {', '.join(cats)}" for label, cats in heard[2:] if cats]
         + ([f"new, raises no alarm: {', '.join(quiet_new)}"] if quiet_new else [])
     )
-    return "; ".join(parts) or "–"
+    return ("; ".join(parts) or "–") + adjusted_note(test)
 
 
 def rate_move(test: Mapping[str, Any]) -> str:
@@ -331,4 +333,4 @@ def _moved(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
             + ([f"rising, raises no alarm: {', '.join(quiet)}"] if quiet else [])
         )
         or "–"
-    )
+    ) + adjusted_note(alarm)

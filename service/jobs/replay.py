@@ -83,7 +83,7 @@ from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
-from service.drift.stage import rate_moves
+from service.drift.stage import adjusted_note, rate_moves
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     operating_point_summary,
@@ -705,7 +705,8 @@ def render_text(doc: ReplayReport) -> str:
             nearest = (" (by nearest gold topic)"
                        if drift.get(alarm["dimension"], {}).get("categories_are")
                        else "")  # fmt: skip
-            lines.append(f"  DRIFT  {where}{nearest}: {_categorical_moves(alarm, silenced)}")
+            lines.append(f"  DRIFT  {where}{nearest}: {_categorical_moves(alarm, silenced)}"
+                         + adjusted_note(alarm))  # fmt: skip
         if alarm.get("reads") and alarm["state"] == "drift":
             # a gold-set comparison's alarm: a standing gap found, not a change (trial 41)
             lines.append(f"         ({alarm['reads']})")

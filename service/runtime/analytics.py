@@ -442,6 +442,28 @@ def _topic_counts(gold: GoldSet, model: TopicModel) -> dict[str, int]:
     return model.gold_counts([q.question for q in rows], [q.topic for q in rows])
 
 
+def gold_topic_strata(gold: GoldSet, model: TopicModel, detector: LanguageDetector | None
+                      ) -> dict[str, dict[str, int]]:  # fmt: skip
+    """``{language: {topic: rows}}``: the gold rows' topics as :func:`_topic_counts` assigns
+    them, by each row's language as the language dimension's reference counts it
+    (:func:`_language_counts`: its ``language`` field, else the detector's; ``und`` with no
+    language stage): the strata of the topic comparison with the gold set
+    (:meth:`~service.drift.stage.DriftStage.set_topic_strata`). CPU: an embedding of the
+    gold rows, as :func:`_topic_counts`."""
+    rows = list(analysis_gold(gold))
+    topics = model.gold_assignments([q.question for q in rows], [q.topic for q in rows])
+    originals = list(gold)
+    missing = [q.question for q in originals if not q.language]
+    detected = iter(detector.detect_many(missing) if detector is not None else
+                    ["und"] * len(missing))  # fmt: skip
+    languages = [q.language or next(detected) for q in originals]
+    strata: dict[str, dict[str, int]] = {}
+    for language, topic in zip(languages, topics, strict=True):
+        cells = strata.setdefault(language, {})
+        cells[topic] = cells.get(topic, 0) + 1
+    return strata
+
+
 def _window_config(drift: DriftSettings) -> WindowConfig:
     return WindowConfig(
         window_s=drift.window_s,
@@ -761,11 +783,15 @@ def build_analytics(
         judged = gold_language_keys(language_counts) if len(gold) else None
         stages.append(TopicStage(model, config.question_cache_size, judged))
     gold_counts: dict[str, dict[str, int]] = {}
+    topic_strata: dict[str, dict[str, int]] | None = None
     if len(gold):  # no gold set: no reference comparisons, the baseline only
         topic_counts: dict[str, int] = {}
         if model is not None:
             topic_inputs = [model.version, [(q.question, q.topic) for q in analysis_gold(gold)]]
             topic_counts = memo("topic-counts", topic_inputs, lambda: _topic_counts(gold, model))
+            strata_inputs = [*topic_inputs, [q.language for q in gold], detector.config]
+            topic_strata = memo("topic-strata", strata_inputs,
+                                lambda: gold_topic_strata(gold, model, detector))  # fmt: skip
         gold_counts = {"language": language_counts, "topic": topic_counts}
     drift = DriftStage(
         gold_counts,
@@ -780,6 +806,7 @@ def build_analytics(
         max_terms=config.drift.max_terms,
         known_windows=_known_window_config(config.drift),
         known_min_count=config.drift.known_min_count,
+        gold_topic_strata=topic_strata,
     )
     stages.append(drift)
     totals = AnnotationTotals()
@@ -1064,6 +1091,7 @@ def apply_gold_references(
     counts: dict[str, dict[str, int]],
     detector: LanguageDetector | None = None,
     agreement: dict[str, Any] | None = None,
+    topic_strata: dict[str, dict[str, int]] | None = None,
 ) -> None:
     """Swap in what :func:`gold_references` computed (call with the pipeline lock held):
     the topic stage's model (its cache cleared), the language stage's detector, the drift
@@ -1071,7 +1099,9 @@ def apply_gold_references(
     gold set's languages). (The language *label* set stays as at start, so the metric
     series stay bounded: a language new to the gold set is labelled ``other`` on the
     ``language`` metric label until a restart.) ``agreement``: the new detector's
-    :func:`language_quality` on the changed gold set."""
+    :func:`language_quality` on the changed gold set; ``topic_strata``: the changed gold
+    set's :func:`gold_topic_strata` (``None`` with a new model: the topic comparison with
+    the gold set is no longer standardised, its strata would name the old model's topics)."""
     if detector is not None and agreement is not None:
         analytics.language_quality = agreement
     if detector is not None:  # a new gold-set language is a candidate from now on
@@ -1087,6 +1117,8 @@ def apply_gold_references(
             stage.gold_languages = gold_language_keys(counts["language"])
     if analytics.drift is not None:
         analytics.drift.set_gold_counts(counts)
+        if topic_strata is not None or model is not None:
+            analytics.drift.set_topic_strata(topic_strata)
     analytics.gold_counts = {**analytics.gold_counts, **counts}
     if model is not None:
         analytics.topic_model_version = model.version

@@ -688,6 +688,7 @@ class Runtime:
             apply_gold_references,
             apply_scope_references,
             gold_references,
+            gold_topic_strata,
             language_quality,
             misjudged_of,
             misjudged_unanswerable_of,
@@ -704,6 +705,7 @@ class Runtime:
                 self.live.analytics, self.settings.analytics, gold
             )
             agreement = language_quality(gold, detector) if detector is not None else None
+            strata = gold_topic_strata(gold, model, detector) if model is not None else None
             index = KnownQuestionIndex(
                 analysis_gold(gold),  # the rows' subjects (service.text.subject)
                 threshold=self.settings.shadow.known_threshold,
@@ -722,7 +724,8 @@ class Runtime:
             self._gold_refresh_failed(f"{describe_error(exc)} while reloading {path}")
             return
         with self.engine.lock:
-            apply_gold_references(self.live.analytics, model, counts, detector, agreement)
+            apply_gold_references(self.live.analytics, model, counts, detector, agreement,
+                                  strata)  # fmt: skip
             if scope is not None:
                 apply_scope_references(self.live.analytics, scope)
         keep_topic_identity(self.state, self.live.analytics)

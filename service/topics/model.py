@@ -620,7 +620,12 @@ class TopicModel:
 
     def gold_counts(self, texts: Sequence[str], labels: Sequence[str | None] | None = None
                     ) -> dict[str, int]:  # fmt: skip
-        """The gold set's topic counts through the same assignment as live traffic.
+        """``{topic name or "novel": rows}``: the counts of :meth:`gold_assignments`."""
+        return dict(Counter(self.gold_assignments(texts, labels)))
+
+    def gold_assignments(self, texts: Sequence[str],
+                         labels: Sequence[str | None] | None = None) -> list[str]:  # fmt: skip
+        """The gold set's topics, one per row, through the same assignment as live traffic.
 
         * Supervised: each row labelled by one of this model's topics gets the
           nearest-centroid prediction of a model fitted without it
@@ -637,11 +642,11 @@ class TopicModel:
           gold rows) is below :attr:`threshold` — the calibration that gives live traffic of
           the gold set's own topics about ``novelty_percentile`` % novel questions.
 
-        Returns ``{topic name or "novel": rows}`` summing to ``len(texts)``.
+        Returns each row's topic name or ``"novel"`` (``len(texts)`` of them), in order.
         """
         texts = list(texts)
         if not texts:
-            return {}
+            return []
         vectors = self._embedder.embed(embedding_texts(texts))
         index = {name: i for i, name in enumerate(self.names)}
         keys = None
@@ -664,12 +669,10 @@ class TopicModel:
         penalty = _hubness_penalty(vectors, self.novelty_hubness) if self.novelty_hubness else None
         loo = _leave_one_out_similarity(vectors, self.novelty_neighbours, penalty=penalty)
         names = self.names
-        return dict(
-            Counter(
-                NOVEL if s < self.threshold else names[k]
-                for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)
-            )
-        )
+        return [
+            NOVEL if s < self.threshold else names[k]
+            for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)
+        ]
 
     def fitted_state(self) -> dict[str, Any]:
         """What the fit computed (centroids, reference sample, topics, threshold, quality):

@@ -227,12 +227,14 @@ def test_demo_replays_are_byte_identical_with_the_cache_cold_and_warm(
     # params: one entry; the kind ends with the first 8 hex digits of SHA-256 of the name's
     # JSON, '"bm25"': 084e851b...)
     assert kinds == ["bm25-index-084e851b", "embedding-scope", "language-counts",
-                     "lsh-parameters", "topic-counts", "topic-model"]  # fmt: skip
+                     "lsh-parameters", "topic-counts", "topic-model",
+                     "topic-strata"]  # fmt: skip
 
     monkeypatch.setattr(EmbeddingScope, "__init__", _no_fitting)
     monkeypatch.setattr(TopicModel, "fit", _no_fitting)
     monkeypatch.setattr(service.runtime.analytics, "_language_counts", _no_fitting)
     monkeypatch.setattr(service.runtime.analytics, "_topic_counts", _no_fitting)
+    monkeypatch.setattr(service.runtime.analytics, "gold_topic_strata", _no_fitting)
     monkeypatch.setattr(service.harvest.stage, "lsh_parameters", _no_fitting)
     monkeypatch.setattr(BM25Retriever, "__init__", _no_fitting)
     warm = _replay(settings, tmp_path / "warm", states / "warm.sqlite")
