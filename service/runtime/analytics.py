@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from service.data.corpus import Corpus
 from service.data.goldset import GoldSet, GoldSetError
 from service.drift.stage import DriftStage
@@ -57,6 +59,7 @@ from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
 from service.records import GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
+from service.refusals.families import ScopeFamilies, build_families
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
@@ -549,8 +552,25 @@ def _scope_stage(
               languages, config.quality_min_class, len(every), groups]  # fmt: skip
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
+    stage.families = scope_families(detector, [every[i].doc_type for i in sample])
     cal = detector.calibration  # its rates are those of the cross-validated scores
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
+
+
+def scope_families(detector: EmbeddingScope, doc_types: Sequence[str | None]) -> ScopeFamilies | None:
+    """The corpus families the detector's verdicts are broken down by
+    (:func:`~service.refusals.families.build_families`): ``doc_types`` of the detector's
+    passages (its order), each gold row placed by its nearest passage, as a live question is,
+    with its held-out verdict (the cross-validated probability, the off-corpus rule applied,
+    at the threshold). ``None`` when the corpus labels fewer than two ``doc_type`` values or
+    the detector reads no passage."""
+    if not detector.use_corpus or len(doc_types) != detector.passage_vectors.shape[0]:
+        return None
+    from service.refusals.scope import nearest_with_index
+
+    _, nearest = nearest_with_index(detector.gold_vectors, detector.passage_vectors)
+    kept = np.asarray(detector.cv_scores) >= detector.calibration.threshold
+    return build_families(doc_types, nearest, np.asarray(detector.gold_answerable), kept)
 
 
 #: What follows the language bias of the topic assignment in the topic dimension's reason.
@@ -892,6 +912,13 @@ class ScopeRefresh:
 def _running_scope(analytics: Analytics) -> ScopeStage | EmbeddingScopeStage | None:
     return next((st for st in analytics.stages
                  if isinstance(st, ScopeStage | EmbeddingScopeStage)), None)  # fmt: skip
+
+
+def scope_families_of(analytics: Analytics) -> ScopeFamilies | None:
+    """The running embedding detector's corpus families (:func:`scope_families`), or
+    ``None`` (no such detector, or the corpus labels fewer than two ``doc_type`` values)."""
+    stage = _running_scope(analytics)
+    return getattr(stage, "families", None) if isinstance(stage, EmbeddingScopeStage) else None
 
 
 def scope_detector_name(stage: Any) -> str | None:
