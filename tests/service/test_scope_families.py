@@ -1,0 +1,212 @@
+"""Out-of-scope verdicts by corpus family and the families the calibration did not measure
+(session 43; trial 42, MEDIUM 1): the rule's numbers worked by hand, the stage's family of
+a question, the totals, and the report's lines."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+from service.pipeline.totals import AnnotationTotals
+from service.records import GoldQuestion
+from service.refusals.families import (
+    FAMILY_MIN_RISE,
+    ScopeFamilies,
+    build_families,
+    family_rows,
+    family_text,
+    harvest_family_text,
+    under_refusal_family_text,
+)
+from service.refusals.scope import EmbeddingScope, nearest_similarity, nearest_with_index
+from service.refusals.stage import EmbeddingScopeStage
+from service.runtime.analytics import scope_families
+from tests.service.test_scope_embedding import TableEmbedder, _events, _unit
+
+
+def _families(answerable: dict[str, int]) -> ScopeFamilies:
+    names = tuple(sorted(answerable))
+    return ScopeFamilies(names, np.arange(len(names)), dict(answerable), dict(answerable),
+                         dict.fromkeys(names, 0))  # fmt: skip
+
+
+def _counts(**families: tuple[int, int]) -> dict[str, dict[str, int]]:
+    return {"scored": {name: n for name, (_, n) in families.items()},
+            "out_of_scope": {name: o for name, (o, _) in families.items()}}  # fmt: skip
+
+
+def test_trial_42_encyclopedia_is_flagged_and_news_is_not() -> None:
+    # trial 42's replay: encyclopedia 901 of 1,317 out of scope, news 380 of 3,082; 6 and 24
+    # answerable gold rows. p1 = 0.68413, Wilson lower end of 901/1317 = 0.65852; p2 =
+    # 0.12330, Wilson upper end of 380/3082 = 0.13538; rise = 0.56083 - sqrt(0.02561² +
+    # 0.01208²) = 0.53252 >= 0.10, and 6 < 10 rows: not measured
+    rows = family_rows(_counts(encyclopedia=(901, 1317), news=(380, 3082)),
+                       _families({"encyclopedia": 6, "news": 24}), min_rows=10)  # fmt: skip
+    assert [row["family"] for row in rows] == ["news", "encyclopedia"]  # most scored first
+    by = {row["family"]: row for row in rows}
+    assert by["encyclopedia"]["rise"] == pytest.approx(0.53252, abs=5e-6)
+    assert by["encyclopedia"]["unmeasured"] is True
+    assert by["encyclopedia"]["share"] == pytest.approx(901 / 1317)
+    assert by["news"]["unmeasured"] is False  # its share is below the other's
+    text = family_text(rows, 10)
+    assert text is not None
+    assert "family encyclopedia" in text and "901 of 1,317 (68.4%)" in text
+    assert "only 6 answerable gold rows" in text
+    assert text.endswith("add 4 answerable gold rows from encyclopedia")  # 10 - 6
+
+
+def test_the_demo_html_family_rise_is_below_the_floor() -> None:
+    # the demo: html 76 of 805 against the other families' 109 of 2,195, 9 answerable rows
+    # (fewer than 10 here, so only the rise decides): p1 = 0.09441, l1 = 0.07609; p2 =
+    # 0.04966, u2 = 0.05956; rise = 0.04475 - sqrt(0.01832² + 0.00990²) = 0.02393 < 0.10
+    rows = family_rows(_counts(html=(76, 805), pdf=(109, 2195)),
+                       _families({"html": 9, "pdf": 19}), min_rows=10)  # fmt: skip
+    html = next(row for row in rows if row["family"] == "html")
+    assert html["rise"] == pytest.approx(0.02393, abs=5e-6)
+    assert html["unmeasured"] is False
+    assert family_text(rows, 10) is None
+
+
+@pytest.mark.parametrize(("out", "rise", "flagged"), [(73, 0.09633, False), (74, 0.10107, True)])
+def test_the_rise_floor_by_hand(out: int, rise: float, flagged: bool) -> None:
+    # a: out of 200, the rest 200 of 1,000 (p2 = 0.2, Wilson upper end 0.22592).
+    # 73/200: p1 = 0.365, l1 = 0.30141, rise = 0.165 - sqrt(0.06359² + 0.02592²) = 0.09633;
+    # 74/200: p1 = 0.370, l1 = 0.30613, rise = 0.170 - sqrt(0.06387² + 0.02592²) = 0.10107
+    assert FAMILY_MIN_RISE == 0.10
+    rows = family_rows(_counts(a=(out, 200), b=(200, 1000)), _families({"a": 2, "b": 40}), 10)
+    a = next(row for row in rows if row["family"] == "a")
+    assert a["rise"] == pytest.approx(rise, abs=5e-6)
+    assert a["unmeasured"] is flagged
+
+
+def test_a_family_with_min_rows_answerable_rows_is_measured_whatever_its_share() -> None:
+    counts = _counts(a=(150, 200), b=(100, 1000))  # a rise far above the floor
+    assert family_rows(counts, _families({"a": 10, "b": 40}), 10)[1]["unmeasured"] is False
+    assert family_rows(counts, _families({"a": 9, "b": 40}), 10)[1]["unmeasured"] is True
+
+
+def test_a_family_alone_or_without_verdicts_has_no_rise() -> None:
+    rows = family_rows(_counts(a=(10, 10)), _families({"a": 0, "b": 3}), 10)
+    assert {row["family"]: row["rise"] for row in rows} == {"a": None, "b": None}
+    assert not any(row["unmeasured"] for row in rows)
+
+
+def test_under_refusals_and_harvest_events_in_unmeasured_families_are_said() -> None:
+    rows = [{"family": "e", "unmeasured": True, "under_refusals": 371, "harvest_out_of_scope": 339},
+            {"family": "n", "unmeasured": False, "under_refusals": 144,
+             "harvest_out_of_scope": 100}]  # fmt: skip
+    assert under_refusal_family_text(rows) == (
+        "371 of them in family e, whose out-of-scope verdicts are not measured")
+    assert harvest_family_text(rows) == (
+        "answered_out_of_scope: 339 of its events lie in family e, whose out-of-scope "
+        "verdicts are not measured (kept: a labeller decides)")
+    assert under_refusal_family_text(rows[1:]) is None and harvest_family_text(rows[1:]) is None
+
+
+def test_build_families_places_gold_rows_by_their_nearest_passage() -> None:
+    # passages: 0 wiki, 1 news, 2 (none), 3 news; gold rows nearest 0, 3, 2, 1, 0:
+    # answerable kept, answerable not kept, answerable (no family), unanswerable, unanswerable
+    fam = build_families(["wiki", "news", None, "news"], np.array([0, 3, 2, 1, 0]),
+                         np.array([True, True, True, False, False]),
+                         np.array([True, False, True, False, False]))  # fmt: skip
+    assert fam is not None
+    assert fam.names == ("news", "wiki")
+    assert fam.answerable == {"news": 1, "wiki": 1}
+    assert fam.kept == {"news": 0, "wiki": 1}
+    assert fam.unanswerable == {"news": 1, "wiki": 1}
+    assert fam.family_of(np.array([3, 2, -1, 0])) == ["news", None, None, "wiki"]
+    assert build_families([None, "news"], np.array([1]), np.array([True]),
+                          np.array([True])) is None  # one family: the whole corpus
+
+
+def test_nearest_with_index_gives_nearest_similarity_bits() -> None:
+    rng = np.random.default_rng(0)
+    queries = rng.standard_normal((37, 16)).astype(np.float32)
+    rows = rng.standard_normal((53, 16)).astype(np.float32)
+    sims, at = nearest_with_index(queries, rows)
+    assert sims.tobytes() == nearest_similarity(queries, rows).tobytes()
+    assert at.tolist() == np.argmax(queries @ rows.T, axis=1).tolist()
+    empty_sims, empty_at = nearest_with_index(queries[:2], rows[:0])
+    assert empty_sims.tolist() == [-1.0, -1.0] and empty_at.tolist() == [-1, -1]
+
+
+def _detector() -> EmbeddingScope:
+    # answerable gold rows at 0°, 5°, 10°, 15° (near the wiki passage at 10°) and one at 80°
+    # (near the news passage at 80°); unanswerable at 40°, 42°, 50°, 130°
+    questions, table = [], {}
+    for i, angle in enumerate((0, 5, 10, 15, 80)):
+        questions.append(GoldQuestion(f"a{i}", f"in {i}", (f"p{i}",)))
+        table[f"in {i}"] = _unit(angle)
+    for i, angle in enumerate((40, 42, 50, 130)):
+        questions.append(GoldQuestion(f"u{i}", f"out {i}", ()))
+        table[f"out {i}"] = _unit(angle)
+    table |= {"wiki passage": _unit(10), "news passage": _unit(80), "near wiki": _unit(12),
+              "near news": _unit(75), "between": _unit(44)}  # fmt: skip
+    return EmbeddingScope(TableEmbedder(table), questions, ["wiki passage", "news passage"],
+                          n_boot=0)  # fmt: skip
+
+
+def test_the_stage_writes_the_family_of_the_nearest_passage() -> None:
+    detector = _detector()
+    families = scope_families(detector, ["wiki", "news"])
+    assert families is not None
+    # gold rows: 0°, 5°, 10°, 15° nearest the wiki passage (10°); 80° the news one; the
+    # unanswerable 40° and 42° wiki (30° and 32° from 10°, 40° and 38° from 80°), 50° and
+    # 130° news (40° and 120° from 10°, 30° and 50° from 80°)
+    assert families.answerable == {"news": 1, "wiki": 4}
+    assert families.unanswerable == {"news": 2, "wiki": 2}
+    stage = EmbeddingScopeStage(detector)
+    stage.families = families
+    questions = ["near wiki", "near news", "between"]  # 12°: 2° from wiki; 75°: 5° from news
+    notes: list[dict[str, Any]] = [{"refused": False} for _ in questions]
+    stage.process(types.SimpleNamespace(events=_events(questions), annotations=notes))
+    assert [n["scope_family"] for n in notes] == ["wiki", "news", "wiki"]  # 44°: 34° vs 36°
+    plain = EmbeddingScopeStage(detector)  # no families: no key, the same verdicts
+    again: list[dict[str, Any]] = [{"refused": False} for _ in questions]
+    plain.process(types.SimpleNamespace(events=_events(questions), annotations=again))
+    assert all("scope_family" not in n for n in again)
+    assert [n["scope_score"] for n in again] == [n["scope_score"] for n in notes]
+
+
+def test_scope_families_needs_two_doc_types() -> None:
+    assert scope_families(_detector(), ["wiki", None]) is None
+    assert scope_families(_detector(), ["wiki"]) is None  # not one per passage
+
+
+def _batch(notes: list[dict[str, Any]]) -> Any:
+    return types.SimpleNamespace(events=[], annotations=notes)
+
+
+def test_totals_count_by_family_and_survive_a_restart() -> None:
+    totals = AnnotationTotals()
+    totals.process(_batch([
+        {"scope_family": "e", "out_of_scope": True, "under_refusal": True},  # harvested
+        {"scope_family": "e", "out_of_scope": True, "under_refusal": True,
+         "scope_calibrated": False},  # uncalibrated: not suggested
+        {"scope_family": "e", "out_of_scope": True, "under_refusal": True,
+         "scope_unstable": True},  # unstable: not suggested
+        {"scope_family": "e", "out_of_scope": False, "under_refusal": False},
+        {"scope_family": "n", "out_of_scope": True, "under_refusal": False},
+        {"scope_family": "n", "out_of_scope": None},  # no verdict: not counted
+        {"out_of_scope": True, "under_refusal": True},  # no family: not counted
+    ]))  # fmt: skip
+    expected = {"scored": {"e": 4, "n": 1}, "out_of_scope": {"e": 3, "n": 1},
+                "under_refusals": {"e": 3}, "harvest_out_of_scope": {"e": 1}}  # fmt: skip
+    assert {k: dict(v) for k, v in totals.by_family.items()} == expected
+    state = totals.state_snapshot()
+    assert state["by_family"] == expected
+    restored = AnnotationTotals()
+    restored.restore(state)
+    assert {k: dict(v) for k, v in restored.by_family.items()} == expected
+
+
+def test_totals_without_families_keep_their_state_shape() -> None:
+    totals = AnnotationTotals()
+    totals.process(_batch([{"out_of_scope": True}]))
+    assert "by_family" not in totals.state_snapshot()
+    restored = AnnotationTotals()
+    restored.restore({"flags": {"scope_scored": 1}})  # a state kept before session 43
+    assert all(not v for v in restored.by_family.values())
