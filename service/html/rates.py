@@ -429,19 +429,23 @@ def family_rows_html(families: Mapping[str, Any] | None, mark: str = "") -> list
     ``answered_out_of_scope`` events), then each family's verdicts and gold rows, and the rule;
     ``[]`` without families.
 
-    >>> family_rows_html({"text": "W", "under_refusals_text": None, "harvest_text": None,
-    ...                   "rule": "R", "rows": [{"family": "news", "scored": 10,
-    ...                   "out_of_scope": 1, "share": 0.1, "answerable_gold": 26,
-    ...                   "kept_held_out": 25, "unmeasured": False}]})
-    [['NOT MEASURED', 'W'], ['out of scope, family news', '1 of 10 (10.0%); 26 answerable gold rows, 25 kept in scope held out'], ['out-of-scope families: rule', 'R']]
+    >>> for label, value in family_rows_html({"text": "W", "rule": "R", "rows": [
+    ...         {"family": "news", "scored": 10, "out_of_scope": 1, "share": 0.1,
+    ...          "answerable_gold": 26, "kept_held_out": 25, "unmeasured": False}]}):
+    ...     print(f"{label} | {value}")
+    NOT MEASURED | W
+    out of scope, family news | 1 of 10 (10.0%); 26 answerable gold rows, 25 kept in scope held out
+    out-of-scope families: rule | R
     """
     if not families:
         return []
     rows: list[list[Any]] = []
     if families.get("text"):
         rows.append(["NOT MEASURED", families["text"]])
-    for key, label in (("under_refusals_text", "under-refusals in unmeasured families"),
-                       ("harvest_text", "answered_out_of_scope suggestions in them")):
+    for key, label in (
+        ("under_refusals_text", "under-refusals in unmeasured families"),
+        ("harvest_text", "answered_out_of_scope events in them"),
+    ):
         if families.get(key):
             rows.append([label, families[key]])
     for row in families.get("rows") or []:

@@ -309,8 +309,10 @@ class AnnotationTotals:
                 if notes.get("under_refusal") is True:
                     fam_under[family] += 1
                     # what harvesting suggests as answered_out_of_scope (harvest.signals)
-                    fam_harvest[family] += (notes.get("scope_calibrated") is not False
-                                            and notes.get("scope_unstable") is not True)  # fmt: skip
+                    fam_harvest[family] += (
+                        notes.get("scope_calibrated") is not False
+                        and notes.get("scope_unstable") is not True
+                    )
             verdict = notes.get("refused")
             if verdict is not None:  # per language label (language_of)
                 label = str(notes.get("language") or "und")

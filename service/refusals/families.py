@@ -48,6 +48,7 @@ __all__ = [
     "build_families",
     "family_rows",
     "family_text",
+    "gold_families_text",
     "harvest_family_text",
     "under_refusal_family_text",
 ]
@@ -225,8 +226,10 @@ def harvest_family_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """The events behind ``answered_out_of_scope`` suggestions in unmeasured families, or
     ``None``: they are kept (a labeller decides), and said.
 
-    >>> harvest_family_text([{"family": "e", "unmeasured": True, "harvest_out_of_scope": 59}])
-    'answered_out_of_scope: 59 of its events lie in family e, whose out-of-scope verdicts are not measured (kept: a labeller decides)'
+    >>> print(harvest_family_text([{"family": "e", "unmeasured": True,
+    ...                             "harvest_out_of_scope": 59}]))  # doctest: +NORMALIZE_WHITESPACE
+    answered_out_of_scope: 59 of its events lie in family e, whose out-of-scope verdicts are
+    not measured (kept: a labeller decides)
     """
     flagged = [row for row in rows if row.get("unmeasured") and row["harvest_out_of_scope"]]
     if not flagged:
@@ -236,3 +239,35 @@ def harvest_family_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
     what = "families" if len(flagged) > 1 else "family"
     return (f"answered_out_of_scope: {n:,} of its events lie in {what} {names}, whose "
             "out-of-scope verdicts are not measured (kept: a labeller decides)")  # fmt: skip
+
+
+def gold_families_text(families: ScopeFamilies, min_rows: int) -> str:
+    """What the gold set measures per family, before any live traffic (``goldwatch config
+    check``): each family's answerable gold rows and those kept in scope held out, and the
+    families with fewer than ``min_rows`` such rows, whose live verdicts the reports will name
+    as not measured if their out-of-scope share stands above the others'.
+
+    >>> fam = ScopeFamilies(("encyclopedia", "news"), np.array([0, 1]),
+    ...                     {"encyclopedia": 6, "news": 24}, {"encyclopedia": 6, "news": 23},
+    ...                     {"encyclopedia": 0, "news": 30})
+    >>> print(gold_families_text(fam, 10))  # doctest: +NORMALIZE_WHITESPACE
+    out-of-scope families (doc_type of the nearest passage): encyclopedia 6 answerable gold
+    rows (6 kept in scope held out), news 24 (23); fewer than 10 in encyclopedia: its live
+    verdicts are named as not measured if its out-of-scope share stands above the others'
+    (add 4 answerable gold rows from encyclopedia)
+    """
+    parts = []
+    for i, name in enumerate(families.names):
+        n, kept = families.answerable[name], families.kept[name]
+        parts.append(f"{name} {n} answerable gold rows ({kept} kept in scope held out)" if i == 0
+                     else f"{name} {n} ({kept})")  # fmt: skip
+    text = "out-of-scope families (doc_type of the nearest passage): " + ", ".join(parts)
+    few = [name for name in families.names if families.answerable[name] < min_rows]
+    if few:
+        fixes = ", ".join(f"{min_rows - families.answerable[name]} answerable gold rows from "
+                          f"{name}" for name in few)  # fmt: skip
+        what, its = ("families", "their") if len(few) > 1 else ("", "its")
+        text += (f"; fewer than {min_rows} in {what + ' ' if what else ''}{', '.join(few)}: "
+                 f"{its} live verdicts are named as not measured if {its} out-of-scope share "
+                 f"stands above the others' (add {fixes})")  # fmt: skip
+    return text

@@ -293,7 +293,8 @@ class EmbeddingScopeStage(StatelessStage):
 
     def _verdicts(self, asked: list[str]) -> list[Verdict]:
         """``(probability in scope, off-corpus, judged by the off-corpus rule, known
-        verdict, its language has gold rows)`` of distinct ``asked`` keys
+        verdict, its language has gold rows, unstable, family)`` (:data:`Verdict`; the family
+        of its nearest passage with :attr:`families`, else ``None``) of distinct ``asked`` keys
         ``"language\tquestion"`` (the language it is judged in,
         :func:`~service.language.gold.judged_language`; the off-corpus cutoff is its language's:
         :meth:`~service.refusals.scope.EmbeddingScope.cutoffs`; a language label has no
@@ -312,7 +313,11 @@ class EmbeddingScopeStage(StatelessStage):
                                                               nearest_out=nearest)  # fmt: skip
         else:  # retrieved for the questions inside the detector's support only
             proba, off, support = detector.score_with_support(
-                questions, None, languages, cutoffs, retrieve=self._best_scores,
+                questions,
+                None,
+                languages,
+                cutoffs,
+                retrieve=self._best_scores,
                 nearest_out=nearest,
             )
         family: list[str | None] = (families.family_of(nearest[0]) if families and nearest

@@ -557,7 +557,9 @@ def _scope_stage(
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
 
 
-def scope_families(detector: EmbeddingScope, doc_types: Sequence[str | None]) -> ScopeFamilies | None:
+def scope_families(
+    detector: EmbeddingScope, doc_types: Sequence[str | None]
+) -> ScopeFamilies | None:
     """The corpus families the detector's verdicts are broken down by
     (:func:`~service.refusals.families.build_families`): ``doc_types`` of the detector's
     passages (its order), each gold row placed by its nearest passage, as a live question is,

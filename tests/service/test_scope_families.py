@@ -99,10 +99,12 @@ def test_under_refusals_and_harvest_events_in_unmeasured_families_are_said() -> 
             {"family": "n", "unmeasured": False, "under_refusals": 144,
              "harvest_out_of_scope": 100}]  # fmt: skip
     assert under_refusal_family_text(rows) == (
-        "371 of them in family e, whose out-of-scope verdicts are not measured")
+        "371 of them in family e, whose out-of-scope verdicts are not measured"
+    )
     assert harvest_family_text(rows) == (
         "answered_out_of_scope: 339 of its events lie in family e, whose out-of-scope "
-        "verdicts are not measured (kept: a labeller decides)")
+        "verdicts are not measured (kept: a labeller decides)"
+    )
     assert under_refusal_family_text(rows[1:]) is None and harvest_family_text(rows[1:]) is None
 
 
@@ -118,8 +120,9 @@ def test_build_families_places_gold_rows_by_their_nearest_passage() -> None:
     assert fam.kept == {"news": 0, "wiki": 1}
     assert fam.unanswerable == {"news": 1, "wiki": 1}
     assert fam.family_of(np.array([3, 2, -1, 0])) == ["news", None, None, "wiki"]
-    assert build_families([None, "news"], np.array([1]), np.array([True]),
-                          np.array([True])) is None  # one family: the whole corpus
+    assert (
+        build_families([None, "news"], np.array([1]), np.array([True]), np.array([True])) is None
+    )  # one family: the whole corpus
 
 
 def test_nearest_with_index_gives_nearest_similarity_bits() -> None:
