@@ -213,3 +213,34 @@ def test_totals_without_families_keep_their_state_shape() -> None:
     restored = AnnotationTotals()
     restored.restore({"flags": {"scope_scored": 1}})  # a state kept before session 43
     assert all(not v for v in restored.by_family.values())
+
+
+def test_the_report_block_names_the_unmeasured_family_and_its_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from service.jobs.replay import family_lines
+    from service.runtime import reports
+
+    fam = _families({"encyclopedia": 6, "news": 24})
+    monkeypatch.setattr(reports, "scope_families_of", lambda analytics: fam)
+    totals = AnnotationTotals()
+    for kind, counts in {
+        "scored": {"encyclopedia": 1317, "news": 3082},
+        "out_of_scope": {"encyclopedia": 901, "news": 380},
+        "under_refusals": {"encyclopedia": 371, "news": 144},
+        "harvest_out_of_scope": {"encyclopedia": 339, "news": 120},
+    }.items():
+        totals.by_family[kind].update(counts)  # fmt: skip
+    block = reports.families_report(types.SimpleNamespace(quality_min_class=10), totals)  # type: ignore[arg-type]
+    assert block is not None
+    assert block["unmeasured"] == ["encyclopedia"]
+    assert block["under_refusals_text"] == (
+        "371 of them in family encyclopedia, whose out-of-scope verdicts are not measured"
+    )
+    assert block["harvest_text"].startswith("answered_out_of_scope: 339 of its events")
+    lines = family_lines(block)
+    assert lines[0].startswith("  WARNING: out-of-scope verdicts outside what the calibration")
+    assert "encyclopedia 901/1,317 (68.4%; 6 answerable gold rows" in lines[1]
+    assert lines[1].endswith("NOT MEASURED)")
+    monkeypatch.setattr(reports, "scope_families_of", lambda analytics: None)
+    assert reports.families_report(types.SimpleNamespace(quality_min_class=10), totals) is None  # type: ignore[arg-type]
