@@ -307,18 +307,14 @@ class EmbeddingScopeStage(StatelessStage):
         detector = self.detector
         families = self.families
         nearest: list[np.ndarray] | None = [] if families is not None else None
+        # the nearest passages only asked for with families (the same call without them)
+        extra: dict[str, Any] = {} if nearest is None else {"nearest_out": nearest}
         if self.retriever is None or not detector.reads_retriever:
             proba, off, support = detector.score_with_support(questions, None, languages,
-                                                              cutoffs,
-                                                              nearest_out=nearest)  # fmt: skip
+                                                              cutoffs, **extra)  # fmt: skip
         else:  # retrieved for the questions inside the detector's support only
             proba, off, support = detector.score_with_support(
-                questions,
-                None,
-                languages,
-                cutoffs,
-                retrieve=self._best_scores,
-                nearest_out=nearest,
+                questions, None, languages, cutoffs, retrieve=self._best_scores, **extra
             )
         family: list[str | None] = (families.family_of(nearest[0]) if families and nearest
                                     else [None] * len(questions))  # fmt: skip
