@@ -426,17 +426,20 @@ def family_rows_html(families: Mapping[str, Any] | None, mark: str = "") -> list
     """The out-of-scope table's rows of ``out_of_scope.by_family``
     (:func:`~service.runtime.reports.families_report`): the families whose verdicts the
     calibration did not measure (the warning, and their under-refusals and
-    ``answered_out_of_scope`` events), then each family's verdicts and gold rows, and the rule;
-    ``[]`` without families.
+    ``answered_out_of_scope`` events), then the largest families and the flagged ones
+    (:func:`~service.refusals.families.shown_families`) with their verdicts and gold rows, what the
+    counts cover, and the rule; ``[]`` without families.
 
-    >>> for label, value in family_rows_html({"text": "W", "rule": "R", "rows": [
-    ...         {"family": "news", "scored": 10, "out_of_scope": 1, "share": 0.1,
-    ...          "answerable_gold": 26, "kept_held_out": 25, "unmeasured": False}]}):
+    >>> for label, value in family_rows_html({"text": "W", "rule": "R", "min_events": 5,
+    ...         "rows": [{"family": "news", "scored": 10, "out_of_scope": 1, "share": 0.1,
+    ...                   "answerable_gold": 26, "kept_held_out": 25, "unmeasured": False}]}):
     ...     print(f"{label} | {value}")
     NOT MEASURED | W
     out of scope, family news | 1 of 10 (10.0%); 26 answerable gold rows, 25 kept in scope held out
     out-of-scope families: rule | R
     """
+    from service.refusals.families import shown_families
+
     if not families:
         return []
     rows: list[list[Any]] = []
@@ -448,12 +451,20 @@ def family_rows_html(families: Mapping[str, Any] | None, mark: str = "") -> list
     ):
         if families.get(key):
             rows.append([label, families[key]])
-    for row in families.get("rows") or []:
+    shown, more = shown_families(families.get("rows") or [])
+    min_events = int(families.get("min_events", 0))
+    for row in shown:
         share = "-" if row["share"] is None else f"{row['share']:.1%}"
         flag = "; not measured" if row["unmeasured"] else ""
+        if row.get("too_few"):
+            flag = f"; too few events to judge (n < {min_events})"
         rows.append([f"out of scope, family {row['family']}{mark}",
                      f"{row['out_of_scope']:,} of {row['scored']:,} ({share}); "
                      f"{row['answerable_gold']} answerable gold rows, {row['kept_held_out']} "
                      f"kept in scope held out{flag}"])  # fmt: skip
+    if more:
+        rows.append(["out of scope, other families", f"{more} more (JSON out_of_scope.by_family)"])
+    if families.get("since_text"):
+        rows.append(["out-of-scope family counts", families["since_text"]])
     rows.append(["out-of-scope families: rule", families["rule"]])
     return rows

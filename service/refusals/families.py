@@ -43,6 +43,7 @@ import numpy as np
 from service.coverage import rise_lower_bound
 
 __all__ = [
+    "FAMILIES_SHOWN",
     "FAMILY_MIN_RISE",
     "ScopeFamilies",
     "build_families",
@@ -50,6 +51,8 @@ __all__ = [
     "family_text",
     "gold_families_text",
     "harvest_family_text",
+    "shown_families",
+    "since_text",
     "under_refusal_family_text",
 ]
 
@@ -133,17 +136,25 @@ def family_rows(
     families: ScopeFamilies,
     min_rows: int,
     min_rise: float = FAMILY_MIN_RISE,
+    min_events: int = 1,
 ) -> list[dict[str, Any]]:
     """One row per family, most scored first (then by name): ``{"family", "scored",
     "out_of_scope", "share" (``None``: none scored), "under_refusals", "harvest_out_of_scope"
     (the under-refusals harvesting may suggest as ``answered_out_of_scope``),
     "answerable_gold", "kept_held_out", "unanswerable_gold", "rise" (the lower end of the
     95 % interval of its share minus the other families', :func:`rise_lower_bound`; ``None``
-    when either side has no verdict), "unmeasured" (bool: the module's rule)}``.
+    when either side has no verdict), "too_few" (bool: fewer than ``min_events`` scored
+    events, so not judged), "unmeasured" (bool: the module's rule, never when ``too_few``)}``.
 
     ``counts``: ``{kind: {family: n}}`` for kinds ``scored``, ``out_of_scope``,
-    ``under_refusals``, ``harvest_out_of_scope`` (missing: 0); families only counts name are
-    left out.
+    ``under_refusals``, ``harvest_out_of_scope`` (missing: 0); families only counts name
+    (such as ``""``, the events without a family) are left out, of the rows and of the other
+    families' share alike.
+
+    ``min_events`` (``analytics.drift.min_count``, default 200, where the reports call it):
+    a family is judged only on at least that many scored events, as a drift window is
+    tested only on at least that many (one event, 1 of 1 out of scope against 100 of 1,000,
+    rises by 0.106: above the floor, and no measurement).
 
     Worked example: family ``a`` 60 of 100 out of scope, ``b`` 10 of 100; ``a`` has 2
     answerable gold rows. p1 = 0.6, Wilson (95 %) lower end of 60/100 = 0.5020; p2 = 0.1,
@@ -160,7 +171,8 @@ def family_rows(
     """
     scored, out = counts.get("scored", {}), counts.get("out_of_scope", {})
     under, harvest = counts.get("under_refusals", {}), counts.get("harvest_out_of_scope", {})
-    total, total_out = sum(scored.values()), sum(out.values())
+    total = sum(int(scored.get(name, 0)) for name in families.names)
+    total_out = sum(int(out.get(name, 0)) for name in families.names)
     rows = []
     for name in families.names:
         n, o = int(scored.get(name, 0)), int(out.get(name, 0))
@@ -172,8 +184,9 @@ def family_rows(
             "harvest_out_of_scope": int(harvest.get(name, 0)),
             "answerable_gold": families.answerable[name], "kept_held_out": families.kept[name],
             "unanswerable_gold": families.unanswerable[name], "rise": rise,
-            "unmeasured": (families.answerable[name] < min_rows and rise is not None
-                           and rise >= min_rise),
+            "too_few": n < min_events,
+            "unmeasured": (families.answerable[name] < min_rows and n >= min_events
+                           and rise is not None and rise >= min_rise),
         })  # fmt: skip
     return sorted(rows, key=lambda row: (-row["scored"], row["family"]))
 
@@ -182,12 +195,14 @@ def family_text(rows: Sequence[Mapping[str, Any]], min_rows: int) -> str | None:
     """The warning naming each unmeasured family (:func:`family_rows`), or ``None``.
 
     >>> print(family_text([{"family": "encyclopedia", "scored": 1326, "out_of_scope": 909,
-    ...     "share": 909 / 1326, "answerable_gold": 4, "kept_held_out": 4, "unmeasured": True},
+    ...     "share": 909 / 1326, "answerable_gold": 4, "kept_held_out": 4,
+    ...     "unanswerable_gold": 0, "unmeasured": True},
     ...     {"family": "news", "unmeasured": False}], 10))  # doctest: +NORMALIZE_WHITESPACE
     out-of-scope verdicts outside what the calibration measured: family encyclopedia
     (documents' doc_type; nearest passage) judged 909 of 1,326 (68.6%) out of scope, above the
     other families, measured there by only 4 answerable gold rows (4 kept in scope held out;
-    10 needed): its verdicts are not measured; add 6 answerable gold rows from encyclopedia
+    10 needed) and 0 unanswerable: how many answerable questions it judges out of scope there
+    is not measured; add 6 answerable gold rows from encyclopedia
     """
     flagged = [row for row in rows if row.get("unmeasured")]
     if not flagged:
@@ -200,14 +215,40 @@ def family_text(rows: Sequence[Mapping[str, Any]], min_rows: int) -> str | None:
             f"{row['out_of_scope']:,} of {row['scored']:,} ({row['share']:.1%}) out of scope, "
             f"above the other families, measured there by only {row['answerable_gold']} "
             f"answerable gold rows ({row['kept_held_out']} kept in scope held out; {min_rows} "
-            f"needed): its verdicts are not measured; add {need} answerable gold rows from "
-            f"{row['family']}"
+            f"needed) and {row['unanswerable_gold']} unanswerable: how many answerable "
+            f"questions it judges out of scope there is not measured; add {need} answerable "
+            f"gold rows from {row['family']}"
         )
     return "out-of-scope verdicts outside what the calibration measured: " + "; ".join(parts)
 
 
-def under_refusal_family_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
-    """How many under-refusals fall in unmeasured families (:func:`family_rows`), or ``None``.
+def since_text(from_scored: int, scored: int) -> str | None:
+    """What the family counts cover when counting began after the first verdict (a state
+    kept before session 43 restored: ``from_scored`` verdicts were counted without
+    families, :attr:`~service.pipeline.totals.AnnotationTotals.family_from_scored`), or
+    ``None`` when they cover every verdict.
+
+    >>> print(since_text(4000, 4399))  # doctest: +NORMALIZE_WHITESPACE
+    counted over the last 399 of 4,399 verdicts (family counts began after a restore of a
+    state kept without them)
+    >>> since_text(0, 4399) is None
+    True
+    """
+    if from_scored <= 0:
+        return None
+    return (f"counted over the last {max(0, scored - from_scored):,} of {scored:,} verdicts "
+            "(family counts began after a restore of a state kept without them)")  # fmt: skip
+
+
+def _with_since(text: str, since: str | None) -> str:
+    return f"{text} ({since})" if since else text
+
+
+def under_refusal_family_text(
+    rows: Sequence[Mapping[str, Any]], since: str | None = None
+) -> str | None:
+    """How many under-refusals fall in unmeasured families (:func:`family_rows`), or ``None``;
+    ``since``: :func:`since_text`, said with the number.
 
     >>> under_refusal_family_text([{"family": "e", "unmeasured": True, "under_refusals": 230},
     ...                            {"family": "n", "unmeasured": False, "under_refusals": 9}])
@@ -219,17 +260,28 @@ def under_refusal_family_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
     n = sum(int(row["under_refusals"]) for row in flagged)
     names = ", ".join(str(row["family"]) for row in flagged)
     what = "families" if len(flagged) > 1 else "family"
-    return f"{n:,} of them in {what} {names}, whose out-of-scope verdicts are not measured"
+    return _with_since(
+        f"{n:,} of them in {what} {names}, whose out-of-scope verdicts are not measured", since
+    )
 
 
-def harvest_family_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
-    """The events behind ``answered_out_of_scope`` suggestions in unmeasured families, or
-    ``None``: they are kept (a labeller decides), and said.
+def harvest_family_text(
+    rows: Sequence[Mapping[str, Any]],
+    events: int,
+    suggestions: int,
+    since: str | None = None,
+) -> str | None:
+    """The events behind ``answered_out_of_scope`` suggestions that lie in unmeasured
+    families, or ``None``: they are kept (a labeller decides), and said. ``events``: all the
+    events behind that reason that were counted by family (in a family or in none);
+    ``suggestions``: the suggestions held with the reason (several events may make one);
+    ``since``: :func:`since_text`.
 
     >>> print(harvest_family_text([{"family": "e", "unmeasured": True,
-    ...                             "harvest_out_of_scope": 59}]))  # doctest: +NORMALIZE_WHITESPACE
-    answered_out_of_scope: 59 of its events lie in family e, whose out-of-scope verdicts are
-    not measured (kept: a labeller decides)
+    ...                             "harvest_out_of_scope": 59}], 80, 51))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    59 of the 80 events behind answered_out_of_scope (51 suggestions) lie in family e, whose
+    out-of-scope verdicts are not measured (kept: a labeller decides)
     """
     flagged = [row for row in rows if row.get("unmeasured") and row["harvest_out_of_scope"]]
     if not flagged:
@@ -237,8 +289,30 @@ def harvest_family_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
     n = sum(int(row["harvest_out_of_scope"]) for row in flagged)
     names = ", ".join(str(row["family"]) for row in flagged)
     what = "families" if len(flagged) > 1 else "family"
-    return (f"answered_out_of_scope: {n:,} of its events lie in {what} {names}, whose "
-            "out-of-scope verdicts are not measured (kept: a labeller decides)")  # fmt: skip
+    return _with_since(
+        f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
+        f"suggestions) lie in {what} {names}, whose out-of-scope verdicts are not measured "
+        "(kept: a labeller decides)",
+        since,
+    )
+
+
+#: The families the text and HTML reports list besides the flagged ones (the largest first).
+FAMILIES_SHOWN = 10
+
+
+def shown_families(
+    rows: Sequence[Mapping[str, Any]], top: int = FAMILIES_SHOWN
+) -> tuple[list[Mapping[str, Any]], int]:
+    """The family rows a report lists (``rows`` come most scored first): the ``top`` largest
+    and every flagged one, in their order, and how many are left out.
+
+    >>> rows = [{"family": str(i), "unmeasured": i == 3} for i in range(5)]
+    >>> [r["family"] for r in shown_families(rows, 2)[0]], shown_families(rows, 2)[1]
+    (['0', '1', '3'], 2)
+    """
+    shown = [row for i, row in enumerate(rows) if i < top or row.get("unmeasured")]
+    return shown, len(rows) - len(shown)
 
 
 def gold_families_text(families: ScopeFamilies, min_rows: int) -> str:

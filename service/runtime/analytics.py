@@ -118,6 +118,9 @@ class Analytics:
         quality_min_class: the class size below which a detector's quality is no measurement
             and the detector is uncalibrated likewise (``analytics.quality_min_class``: e.g.
             fewer than 10 unanswerable gold questions for out-of-scope).
+        family_min_events: the scored events a corpus family needs before its out-of-scope
+            share is judged (:func:`~service.refusals.families.family_rows`; the events a
+            drift window needs, ``analytics.drift.min_count``: both judge a live rate).
         novelty_off: why no question is called ``novel`` (e.g. :data:`NOVELTY_OFF_NO_GOLD`),
             or ``None`` while topic novelty is on.
         scope_off: why no question is judged out of scope (e.g. :data:`SCOPE_OFF_NO_GOLD`),
@@ -160,6 +163,7 @@ class Analytics:
     scope_off: str | None = None
     min_balanced_accuracy: float = 0.0
     quality_min_class: int = 0
+    family_min_events: int = 200
     language_quality: dict[str, Any] | None = None
     topic_quality: dict[str, Any] | None = None
     topic_min_kappa: float = DEFAULT_MIN_KAPPA
@@ -830,6 +834,7 @@ def build_analytics(
         quality_floor=config.quality_floor,
         min_balanced_accuracy=config.scope_min_balanced_accuracy,
         quality_min_class=config.quality_min_class,
+        family_min_events=config.drift.min_count,
         topic_min_kappa=config.topics.min_kappa,
         language_quality=language_quality(gold, detector),
         topic_quality=model.topic_agreement if model is not None else None,

@@ -101,11 +101,43 @@ def test_under_refusals_and_harvest_events_in_unmeasured_families_are_said() -> 
     assert under_refusal_family_text(rows) == (
         "371 of them in family e, whose out-of-scope verdicts are not measured"
     )
-    assert harvest_family_text(rows) == (
-        "answered_out_of_scope: 339 of its events lie in family e, whose out-of-scope "
-        "verdicts are not measured (kept: a labeller decides)"
+    # the events next to the events, the suggestions named as such (blocker 2 of the review:
+    # "answered_out_of_scope 291" then "339 of its events" read as 339 of 291)
+    assert harvest_family_text(rows, 479, 291) == (
+        "339 of the 479 events behind answered_out_of_scope (291 suggestions) lie in family e, "
+        "whose out-of-scope verdicts are not measured (kept: a labeller decides)"
     )
-    assert under_refusal_family_text(rows[1:]) is None and harvest_family_text(rows[1:]) is None
+    assert under_refusal_family_text(rows[1:]) is None
+    assert harvest_family_text(rows[1:], 479, 291) is None
+
+
+def test_one_event_does_not_raise_the_family_warning() -> None:
+    # review blocker 1: a 1 of 1 against 100 of 1,000. Wilson (95 %) lower end of 1/1 =
+    # 1 / (1 + 1.96²) = 0.20654; upper end of 100/1000 = (0.1019208 + 1.96 ·
+    # sqrt(0.00009 + 0.00000096)) / 1.0038416 = 0.12015; rise = 0.9 - sqrt(0.79346² +
+    # 0.02015²) = 0.10628 >= 0.10: flagged without a minimum count, not with 200 (drift.min_count)
+    counts, fam = _counts(a=(1, 1), b=(100, 1000)), _families({"a": 0, "b": 40})
+    before = next(row for row in family_rows(counts, fam, 10) if row["family"] == "a")
+    assert before["rise"] == pytest.approx(0.10628, abs=5e-5)
+    assert before["unmeasured"] is True  # min_events 1: the behaviour the review found
+    a = next(row for row in family_rows(counts, fam, 10, min_events=200) if row["family"] == "a")
+    assert a["rise"] == before["rise"] and a["too_few"] is True and a["unmeasured"] is False
+    assert family_text([a], 10) is None
+    from service.jobs.replay import family_lines
+
+    line = family_lines({"rows": [a], "rule": "R", "min_events": 200})[0]
+    assert "a 1/1 (100.0%; 0 answerable gold rows" in line
+    assert line.endswith("too few events to judge (n < 200))")
+
+
+@pytest.mark.parametrize(("n", "flagged"), [(199, False), (200, True)])
+def test_a_family_is_judged_from_min_events_scored_events(n: int, flagged: bool) -> None:
+    # n - 50 of n out of scope (p1 0.749 / 0.75) against 100 of 1,000: a rise far above 0.10
+    rows = family_rows(_counts(a=(n - 50, n), b=(100, 1000)), _families({"a": 2, "b": 40}), 10,
+                       min_events=200)  # fmt: skip
+    a = next(row for row in rows if row["family"] == "a")
+    assert a["rise"] > 0.5
+    assert a["too_few"] is (not flagged) and a["unmeasured"] is flagged
 
 
 def test_build_families_places_gold_rows_by_their_nearest_passage() -> None:
@@ -215,6 +247,23 @@ def test_totals_without_families_keep_their_state_shape() -> None:
     assert all(not v for v in restored.by_family.values())
 
 
+def _report_totals() -> AnnotationTotals:
+    totals = AnnotationTotals()
+    for kind, counts in {
+        "scored": {"encyclopedia": 1317, "news": 3082},
+        "out_of_scope": {"encyclopedia": 901, "news": 380},
+        "under_refusals": {"encyclopedia": 371, "news": 144},
+        "harvest_out_of_scope": {"encyclopedia": 339, "news": 120, "": 20},
+    }.items():
+        totals.by_family[kind].update(counts)  # fmt: skip
+    totals.flags["scope_scored"] = 1317 + 3082 + 25  # 25 verdicts in no family
+    return totals
+
+
+def _analytics(min_events: int = 200) -> Any:
+    return types.SimpleNamespace(quality_min_class=10, family_min_events=min_events)
+
+
 def test_the_report_block_names_the_unmeasured_family_and_its_events(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -223,24 +272,73 @@ def test_the_report_block_names_the_unmeasured_family_and_its_events(
 
     fam = _families({"encyclopedia": 6, "news": 24})
     monkeypatch.setattr(reports, "scope_families_of", lambda analytics: fam)
-    totals = AnnotationTotals()
-    for kind, counts in {
-        "scored": {"encyclopedia": 1317, "news": 3082},
-        "out_of_scope": {"encyclopedia": 901, "news": 380},
-        "under_refusals": {"encyclopedia": 371, "news": 144},
-        "harvest_out_of_scope": {"encyclopedia": 339, "news": 120},
-    }.items():
-        totals.by_family[kind].update(counts)  # fmt: skip
-    block = reports.families_report(types.SimpleNamespace(quality_min_class=10), totals)  # type: ignore[arg-type]
+    totals = _report_totals()
+    block = reports.families_report(_analytics(), totals, {"answered_out_of_scope": 291})
     assert block is not None
     assert block["unmeasured"] == ["encyclopedia"]
     assert block["under_refusals_text"] == (
         "371 of them in family encyclopedia, whose out-of-scope verdicts are not measured"
     )
-    assert block["harvest_text"].startswith("answered_out_of_scope: 339 of its events")
+    # 339 + 120 + 20 (no family) = 479 events behind the reason; 291 suggestions held
+    assert block["harvest"] == {"events": 479, "suggestions": 291, "events_unmeasured": 339}
+    assert block["harvest_text"].startswith(
+        "339 of the 479 events behind answered_out_of_scope (291 suggestions) lie in family "
+        "encyclopedia"
+    )
+    assert block["since_text"] is None and block["from_scored"] == 0
+    assert block["text"].endswith("and 0 unanswerable: how many answerable questions it "
+                                  "judges out of scope there is not measured; add 4 answerable "
+                                  "gold rows from encyclopedia")  # fmt: skip
     lines = family_lines(block)
     assert lines[0].startswith("  WARNING: out-of-scope verdicts outside what the calibration")
     assert "encyclopedia 901/1,317 (68.4%; 6 answerable gold rows" in lines[1]
     assert lines[1].endswith("NOT MEASURED)")
+    off = reports.families_report(_analytics(), totals, None)  # harvesting off: no harvest text
+    assert off is not None and off["harvest_text"] is None and "harvest" not in off
     monkeypatch.setattr(reports, "scope_families_of", lambda analytics: None)
-    assert reports.families_report(types.SimpleNamespace(quality_min_class=10), totals) is None  # type: ignore[arg-type]
+    assert reports.families_report(_analytics(), totals) is None
+
+
+def test_family_counts_begun_after_a_restore_say_what_they_cover(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # review blocker 3: a state saved by main (no by_family) with 4,000 verdicts; 3 events
+    # with a family after the upgrade: the family counts cover the last 3 of 4,003 verdicts
+    from service.runtime import reports
+
+    totals = AnnotationTotals()
+    totals.restore({"flags": {"scope_scored": 4000, "out_of_scope": 900}})
+    assert totals.family_from_scored == 4000
+    totals.process(_batch([{"scope_family": "e", "out_of_scope": True},
+                           {"scope_family": "e", "out_of_scope": False},
+                           {"scope_family": "n", "out_of_scope": False}]))  # fmt: skip
+    assert totals.flags["scope_scored"] == 4003
+    assert dict(totals.by_family["scored"]) == {"e": 2, "n": 1}
+    monkeypatch.setattr(reports, "scope_families_of",
+                        lambda analytics: _families({"e": 2, "n": 40}))  # fmt: skip
+    block = reports.families_report(_analytics(1), totals, {})
+    assert block is not None
+    assert (block["from_scored"], block["scored"]) == (4000, 4003)
+    assert block["since_text"].startswith("counted over the last 3 of 4,003 verdicts")
+    from service.jobs.replay import family_lines
+
+    assert family_lines(block)[-2].endswith(block["since_text"])
+    # kept across a save and a restore; a state of this version counted from its start
+    again = AnnotationTotals()
+    again.restore(totals.state_snapshot())
+    assert again.family_from_scored == 4000
+    fresh = AnnotationTotals()
+    fresh.process(_batch([{"scope_family": "e", "out_of_scope": True}]))
+    assert "family_from_scored" not in fresh.state_snapshot()
+    restored = AnnotationTotals()
+    restored.restore(fresh.state_snapshot())
+    assert restored.family_from_scored == 0
+
+
+def test_the_largest_ten_families_and_the_flagged_ones_are_listed() -> None:
+    from service.refusals.families import shown_families
+
+    rows = [{"family": f"f{i:02d}", "unmeasured": i == 13} for i in range(15)]
+    shown, more = shown_families(rows)
+    assert [row["family"] for row in shown] == [f"f{i:02d}" for i in range(10)] + ["f13"]
+    assert more == 4  # 15 - 11
