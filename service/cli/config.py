@@ -183,7 +183,7 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     from service.evaluation.detector_quality import measured_on, operating_point_summary
     from service.refusals.families import gold_families_text
     from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
-    from service.runtime.analytics import scope_families_of, scope_support
+    from service.runtime.analytics import families_off_text, scope_families_of, scope_support
 
     lines = []
     for name, quality in sorted(analytics.detector_quality.items()):
@@ -210,6 +210,8 @@ def _detector_lines(analytics: Analytics) -> list[str]:
                 lines += [f"    {line}" for line in support_by_language_text(support)]
             if (families := scope_families_of(analytics)) is not None:
                 lines.append(f"  {gold_families_text(families, analytics.quality_min_class)}")
+            elif (off := families_off_text(analytics)) is not None:
+                lines.append(f"  {off}")
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")

@@ -315,11 +315,13 @@ def shown_families(
     return shown, len(rows) - len(shown)
 
 
-def gold_families_text(families: ScopeFamilies, min_rows: int) -> str:
+def gold_families_text(families: ScopeFamilies, min_rows: int, top: int = FAMILIES_SHOWN) -> str:
     """What the gold set measures per family, before any live traffic (``goldwatch config
     check``): each family's answerable gold rows and those kept in scope held out, and the
     families with fewer than ``min_rows`` such rows, whose live verdicts the reports will name
-    as not measured if their out-of-scope share stands above the others'.
+    as not measured if their out-of-scope share stands above the others'. At most ``top``
+    families are named in each list (those of most answerable rows; of the few, the first by
+    name; ``and N more``).
 
     >>> fam = ScopeFamilies(("encyclopedia", "news"), np.array([0, 1]),
     ...                     {"encyclopedia": 6, "news": 24}, {"encyclopedia": 6, "news": 23},
@@ -331,15 +333,21 @@ def gold_families_text(families: ScopeFamilies, min_rows: int) -> str:
     (add 4 answerable gold rows from encyclopedia)
     """
     parts = []
-    for i, name in enumerate(families.names):
+    largest = sorted(families.names, key=lambda name: -families.answerable[name])[:top]
+    for i, name in enumerate(sorted(largest)):
         n, kept = families.answerable[name], families.kept[name]
         parts.append(f"{name} {n} answerable gold rows ({kept} kept in scope held out)" if i == 0
                      else f"{name} {n} ({kept})")  # fmt: skip
-    text = "out-of-scope families (doc_type of the nearest passage): " + ", ".join(parts)
-    few = [name for name in families.names if families.answerable[name] < min_rows]
+    more = len(families.names) - len(largest)
+    text = ("out-of-scope families (doc_type of the nearest passage): " + ", ".join(parts)
+            + (f" and {more} more" if more else ""))  # fmt: skip
+    every_few = [name for name in families.names if families.answerable[name] < min_rows]
+    few = every_few[:top]
     if few:
         fixes = ", ".join(f"{min_rows - families.answerable[name]} answerable gold rows from "
                           f"{name}" for name in few)  # fmt: skip
+        if len(every_few) > len(few):
+            fixes += f", and {len(every_few) - len(few)} more families"
         what, its = ("families", "their") if len(few) > 1 else ("", "its")
         text += (f"; fewer than {min_rows} in {what + ' ' if what else ''}{', '.join(few)}: "
                  f"{its} live verdicts are named as not measured if {its} out-of-scope share "

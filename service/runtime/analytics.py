@@ -928,6 +928,18 @@ def scope_families_of(analytics: Analytics) -> ScopeFamilies | None:
     return getattr(stage, "families", None) if isinstance(stage, EmbeddingScopeStage) else None
 
 
+def families_off_text(analytics: Analytics) -> str | None:
+    """Why the running embedding detector's verdicts are not broken down by corpus family
+    (:func:`scope_families`), or ``None`` (they are, or no embedding detector runs)."""
+    stage = _running_scope(analytics)
+    if not isinstance(stage, EmbeddingScopeStage) or stage.families is not None:
+        return None
+    why = ("the corpus labels fewer than two doc_type values (one family is the whole corpus, "
+           "which the detector's own figures measure)" if stage.detector.use_corpus
+           else "the detector reads no corpus passage")  # fmt: skip
+    return f"out-of-scope verdicts are not broken down by corpus family: {why}"
+
+
 def scope_detector_name(stage: Any) -> str | None:
     """The out-of-scope detector a scope stage applies, as the annotation totals label the
     counts with it (:attr:`~service.pipeline.totals.AnnotationTotals.counted_under`): its

@@ -342,3 +342,35 @@ def test_the_largest_ten_families_and_the_flagged_ones_are_listed() -> None:
     shown, more = shown_families(rows)
     assert [row["family"] for row in shown] == [f"f{i:02d}" for i in range(10)] + ["f13"]
     assert more == 4  # 15 - 11
+
+
+def test_config_check_names_ten_families_and_says_why_there_are_none() -> None:
+    from service.refusals.families import gold_families_text
+    from service.runtime.analytics import families_off_text
+
+    # 12 families: f00 with 30 answerable rows, f01..f11 with 11 - i (10 down to 0)
+    names = [f"f{i:02d}" for i in range(12)]
+    fam = _families({name: 30 if i == 0 else 11 - i for i, name in enumerate(names)})
+    text = gold_families_text(fam, 10)
+    # the ten of most rows: f00 (30) and f01..f09 (10..2); f10 (1) and f11 (0) left out
+    assert text.startswith(
+        "out-of-scope families (doc_type of the nearest passage): f00 30 "
+        "answerable gold rows (30 kept in scope held out), f01 10 (10), "
+    )
+    assert "f09 2 (2) and 2 more;" in text and "f10 1" not in text
+    # fewer than 10: f02..f11 (10 families, all named), f01 has 10
+    assert "fewer than 10 in families f02, f03, f04, f05, f06, f07, f08, f09, f10, f11:" in text
+    assert "more families" not in text
+    assert gold_families_text(fam, 10, top=3).endswith(
+        "(add 1 answerable gold rows from f02, 2 answerable gold rows from f03, 3 answerable "
+        "gold rows from f04, and 7 more families)"
+    )
+    stage = EmbeddingScopeStage(_detector())  # families None: the corpus's one doc_type
+    analytics: Any = types.SimpleNamespace(stages=[stage])
+    assert families_off_text(analytics) == (
+        "out-of-scope verdicts are not broken down by corpus family: the corpus labels fewer "
+        "than two doc_type values (one family is the whole corpus, which the detector's own "
+        "figures measure)"
+    )
+    stage.families = scope_families(_detector(), ["wiki", "news"])
+    assert families_off_text(analytics) is None
