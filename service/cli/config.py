@@ -181,8 +181,9 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     then why a detector is off, if one is; then the topic assignment's held-out kappa
     (:func:`_topic_lines`)."""
     from service.evaluation.detector_quality import measured_on, operating_point_summary
+    from service.refusals.families import gold_families_text
     from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
-    from service.runtime.analytics import scope_support
+    from service.runtime.analytics import families_off_text, scope_families_of, scope_support
 
     lines = []
     for name, quality in sorted(analytics.detector_quality.items()):
@@ -207,6 +208,10 @@ def _detector_lines(analytics: Analytics) -> list[str]:
             if support:
                 lines.append(f"  {support_text(support)}")
                 lines += [f"    {line}" for line in support_by_language_text(support)]
+            if (families := scope_families_of(analytics)) is not None:
+                lines.append(f"  {gold_families_text(families, analytics.quality_min_class)}")
+            elif (off := families_off_text(analytics)) is not None:
+                lines.append(f"  {off}")
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")

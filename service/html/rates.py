@@ -350,6 +350,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     explained = under_refusals_explained_text(scope).strip().removeprefix("(").removesuffix(")")
     if explained:  # what the detector's own error on answerable questions accounts for
         rows.append(["under-refusals the detector's own error explains", explained])
+    rows += family_rows_html(scope.get("by_family"), mark)
     rows += [
         ["out-of-scope detector ROC AUC (95 % interval)", _quality_cell(scope.get("quality"))],
     ]
@@ -419,3 +420,51 @@ def _over_time(buckets: Any, baseline: float | None, drift: Mapping[str, Any],
         f"Solid: refusal rate per time bucket; {dashed}red lines: drift "
         f"declared.{' ' + outside if outside else ''}",
     )
+
+
+def family_rows_html(families: Mapping[str, Any] | None, mark: str = "") -> list[list[Any]]:
+    """The out-of-scope table's rows of ``out_of_scope.by_family``
+    (:func:`~service.runtime.reports.families_report`): the families whose verdicts the
+    calibration did not measure (the warning, and their under-refusals and
+    ``answered_out_of_scope`` events), then the largest families and the flagged ones
+    (:func:`~service.refusals.families.shown_families`) with their verdicts and gold rows, what the
+    counts cover, and the rule; ``[]`` without families.
+
+    >>> for label, value in family_rows_html({"text": "W", "rule": "R", "min_events": 5,
+    ...         "rows": [{"family": "news", "scored": 10, "out_of_scope": 1, "share": 0.1,
+    ...                   "answerable_gold": 26, "kept_held_out": 25, "unmeasured": False}]}):
+    ...     print(f"{label} | {value}")
+    NOT MEASURED | W
+    out of scope, family news | 1 of 10 (10.0%); 26 answerable gold rows, 25 kept in scope held out
+    out-of-scope families: rule | R
+    """
+    from service.refusals.families import shown_families
+
+    if not families:
+        return []
+    rows: list[list[Any]] = []
+    if families.get("text"):
+        rows.append(["NOT MEASURED", families["text"]])
+    for key, label in (
+        ("under_refusals_text", "under-refusals in unmeasured families"),
+        ("harvest_text", "answered_out_of_scope events in them"),
+    ):
+        if families.get(key):
+            rows.append([label, families[key]])
+    shown, more = shown_families(families.get("rows") or [])
+    min_events = int(families.get("min_events", 0))
+    for row in shown:
+        share = "-" if row["share"] is None else f"{row['share']:.1%}"
+        flag = "; not measured" if row["unmeasured"] else ""
+        if row.get("too_few"):
+            flag = f"; too few events to judge (n < {min_events})"
+        rows.append([f"out of scope, family {row['family']}{mark}",
+                     f"{row['out_of_scope']:,} of {row['scored']:,} ({share}); "
+                     f"{row['answerable_gold']} answerable gold rows, {row['kept_held_out']} "
+                     f"kept in scope held out{flag}"])  # fmt: skip
+    if more:
+        rows.append(["out of scope, other families", f"{more} more (JSON out_of_scope.by_family)"])
+    if families.get("since_text"):
+        rows.append(["out-of-scope family counts", families["since_text"]])
+    rows.append(["out-of-scope families: rule", families["rule"]])
+    return rows

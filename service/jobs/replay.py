@@ -100,6 +100,7 @@ from service.quality.by_group import LIVE_VS_GOLD, group_text_lines, paired_by_q
 from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
+from service.refusals.families import shown_families
 from service.refusals.recall import INHERITED, recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
@@ -353,6 +354,57 @@ def _with_series(analytics: AnalyticsReport | None, series: TimeSeries) -> Analy
     return {**analytics, "series": {**counts, "over_time": over_time(counts, min_n=min_n)}}
 
 
+def family_cell(row: Mapping[str, Any], min_events: int, flag: str = "; NOT MEASURED") -> str:
+    """One family's verdicts and the gold rows measuring them (a row of
+    ``out_of_scope.by_family.rows``): ``"pdf 12/400 (3.0%; 19 answerable gold rows, 18 kept
+    in scope held out)"``; a family of fewer than ``min_events`` scored events says so.
+
+    >>> print(family_cell({"family": "p-0037", "scored": 1, "out_of_scope": 1, "share": 1.0,
+    ...     "answerable_gold": 0, "kept_held_out": 0, "too_few": True, "unmeasured": False},
+    ...     200))  # doctest: +NORMALIZE_WHITESPACE
+    p-0037 1/1 (100.0%; 0 answerable gold rows, 0 kept in scope held out; too few events to
+    judge (n < 200))
+    """
+    share = "-" if row["share"] is None else f"{row['share']:.1%}"
+    note = flag if row["unmeasured"] else ""
+    if row.get("too_few"):
+        note = f"; too few events to judge (n < {min_events})"
+    return (f"{row['family']} {row['out_of_scope']:,}/{row['scored']:,} ({share}; "
+            f"{row['answerable_gold']} answerable gold rows, {row['kept_held_out']} "
+            f"kept in scope held out{note})")  # fmt: skip
+
+
+def family_lines(families: Mapping[str, Any]) -> list[str]:
+    """The out-of-scope block's family lines (``out_of_scope.by_family``,
+    :func:`~service.runtime.reports.families_report`): the warning naming the families whose
+    verdicts the calibration did not measure (first, when any), then the
+    :data:`~service.refusals.families.FAMILIES_SHOWN` largest families and the flagged ones
+    with their verdicts and the gold rows measuring them (``and N more``), what the counts
+    cover, and the rule.
+
+    >>> for line in family_lines({"text": None, "rule": "R", "min_events": 200, "rows": [
+    ...     {"family": "news", "scored": 10, "out_of_scope": 1, "share": 0.1,
+    ...      "answerable_gold": 26, "kept_held_out": 25, "unanswerable_gold": 3,
+    ...      "too_few": True, "unmeasured": False}]}):
+    ...     print(line)  # doctest: +NORMALIZE_WHITESPACE
+      out of scope by family: news 1/10 (10.0%; 26 answerable gold rows, 25 kept in scope held
+      out; too few events to judge (n < 200))
+        (R)
+    """
+    lines = []
+    if families.get("text"):
+        lines.append(f"  WARNING: {families['text']}")
+    min_events = int(families.get("min_events", 0))
+    shown, more = shown_families(families.get("rows") or [])
+    cells = [family_cell(row, min_events) for row in shown]
+    if cells:
+        since = f"; {families['since_text']}" if families.get("since_text") else ""
+        lines.append("  out of scope by family: " + ", ".join(cells)
+                     + (f" and {more} more" if more else "") + since)  # fmt: skip
+        lines.append(f"    ({families['rule']})")
+    return lines
+
+
 def quality_text(quality: dict[str, Any] | None, detector: str | None = None) -> str:
     """``"ROC AUC 0.912 [0.880, 0.941] on 12 unanswerable / 48 answerable gold questions; at
     its threshold answerable kept in scope 38 of 40 (TPR 0.950); unanswerable judged in scope
@@ -563,6 +615,9 @@ def render_text(doc: ReplayReport) -> str:
             f"under-refusals {scope['under_refusals']}"
         )
         counts += under_refusals_explained_text(scope)
+        families = scope.get("by_family") or {}
+        if families.get("under_refusals_text"):  # in families the calibration did not measure
+            counts += f" ({families['under_refusals_text']})"
         if recall.get("lower_bound"):  # over- and under-refusals inherit the missed refusals
             counts += f"; over- and under-refusals {INHERITED}"
         quality = quality_text(scope.get("quality"), "out_of_scope")
@@ -578,6 +633,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"out of scope: {counts}; detector {quality}")
         if lacking := no_gold_rows_text(scope):
             lines.append(f"  {lacking}")
+        if families:
+            lines += family_lines(families)
         versions = scope.get("gold_set_versions") or []
         if len(versions) > 1:  # cumulative counts judged by detectors of several gold sets
             lines.append(f"  out-of-scope counts are cumulative over gold-set versions "
@@ -711,7 +768,11 @@ def render_text(doc: ReplayReport) -> str:
             # a gold-set comparison's alarm: a standing gap found, not a change (trial 41)
             lines.append(f"         ({alarm['reads']})")
     lines += quality_lines(doc.get("quality"), over, bool(recall.get("lower_bound")))
-    return "\n".join(lines + harvest_lines(doc.get("gold_candidates")))
+    harvest = harvest_lines(doc.get("gold_candidates"))
+    families = (analytics.get("out_of_scope") or {}).get("by_family") or {}
+    if harvest and families.get("harvest_text"):  # suggestions kept, and said
+        harvest.insert(1, f"  {families['harvest_text']}")
+    return "\n".join(lines + harvest)
 
 
 def _categorical_moves(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:

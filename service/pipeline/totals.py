@@ -61,6 +61,15 @@ Counting rules (one per event, from the annotations the analytics stages left):
   refused ones, what that measured recall is applied to when it is low
   (:func:`~service.refusals.recall.text_recall`; totals kept before session 40 start them
   empty, and then no estimate is made).
+* ``by_family`` (kept by :class:`AnnotationTotals` only): per corpus family of the event's
+  nearest passage (``scope_family``: :mod:`service.refusals.families`; events without one
+  are not counted), the events given an out-of-scope verdict (``scored``), those out of
+  scope (``out_of_scope``), the ``under_refusals`` and, of those, the ones harvesting may
+  suggest as ``answered_out_of_scope`` (``harvest_out_of_scope``: calibrated and stable
+  verdicts, :func:`service.harvest.signals` 's rule); an event whose nearest passage has no
+  ``doc_type`` is counted under ``""`` (so the events behind a reason are all counted).
+  Totals kept before session 43 start them empty, and ``family_from_scored`` keeps the
+  ``scope_scored`` total at which they began (the reports say what they cover).
 * ``missed_refusals`` (kept by :class:`AnnotationTotals` only): how often each wording of a
   flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
   :class:`~service.refusals.stage.RefusalStage`), at most
@@ -92,6 +101,9 @@ __all__ = ["FLAGS", "AnnotationTotals", "count_annotations", "unstable_counts"]
 BY_LANGUAGE = ("off_corpus", "not_judged", "no_gold_rows", "topic_no_gold_rows", "answers",
                "refusals", "flag_checked", "flag_refused", "text_refused",
                "both_refused", "text_answers", "text_refusals")  # fmt: skip
+
+#: The per-family counts :class:`AnnotationTotals` keeps (``by_family``).
+BY_FAMILY = ("scored", "out_of_scope", "under_refusals", "harvest_out_of_scope")
 
 #: The per-event flags counted, in report order.
 FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
@@ -206,7 +218,8 @@ class AnnotationTotals:
     """A pipeline stage that keeps :func:`count_annotations` totals across restarts.
 
     Runs after the analytics stages (it reads their annotations, changes nothing).
-    State: ``{"flags": {flag: int}, "pii": {type: int}, "by_language": {...},
+    State: ``{"flags": {flag: int}, "pii": {type: int}, "by_language": {...}, "by_family"
+    (when any family was counted): {kind: {family: int}}, "family_from_scored" (when not 0): int,
     "counted_under": [{"detector": str, "from_scored": int}]}``, and ``"unstable_since"``
     (:attr:`unstable_since`) once a range was counted under.
 
@@ -232,6 +245,12 @@ class AnnotationTotals:
         self.pii: Counter[str] = Counter()
         #: ``{kind: {language: n}}`` for each kind of :data:`BY_LANGUAGE`
         self.by_language: dict[str, Counter[str]] = {k: Counter() for k in BY_LANGUAGE}
+        #: ``{kind: {family: n}}`` for each kind of :data:`BY_FAMILY`
+        self.by_family: dict[str, Counter[str]] = {k: Counter() for k in BY_FAMILY}
+        #: the ``scope_scored`` total when family counting began (0: with the first verdict;
+        #: a state kept without ``by_family`` restored: its total, as ``counted_under``'s
+        #: ``from_scored``)
+        self.family_from_scored = 0
         #: ``{wording: times seen}`` of the flagged refusals the text reader missed
         self.missed_refusals: Counter[str] = Counter()
         #: ``{wording: [asker, …]}``: its first distinct askers, at most WORDING_MIN_SEEN
@@ -285,7 +304,22 @@ class AnnotationTotals:
         text_refused, both_refused = (self.by_language["text_refused"],
                                       self.by_language["both_refused"])  # fmt: skip
         read, read_refused = self.by_language["text_answers"], self.by_language["text_refusals"]
+        fam_scored, fam_out = self.by_family["scored"], self.by_family["out_of_scope"]
+        fam_under, fam_harvest = (self.by_family["under_refusals"],
+                                  self.by_family["harvest_out_of_scope"])  # fmt: skip
         for notes in batch.annotations:
+            # "": families are made, and its nearest passage has no doc_type
+            family = (notes["scope_family"] or "") if "scope_family" in notes else None
+            if family is not None and (out := notes.get("out_of_scope")) is not None:
+                fam_scored[family] += 1
+                fam_out[family] += out is True
+                if notes.get("under_refusal") is True:
+                    fam_under[family] += 1
+                    # what harvesting suggests as answered_out_of_scope (harvest.signals)
+                    fam_harvest[family] += (
+                        notes.get("scope_calibrated") is not False
+                        and notes.get("scope_unstable") is not True
+                    )
             verdict = notes.get("refused")
             if verdict is not None:  # per language label (language_of)
                 label = str(notes.get("language") or "und")
@@ -334,6 +368,10 @@ class AnnotationTotals:
                 "by_language": {k: {lang: n for lang, n in v.items() if n}
                                 for k, v in self.by_language.items()},
                 "counted_under": [dict(row) for row in self.counted_under],
+                **({"by_family": {k: dict(v) for k, v in self.by_family.items()}}
+                   if any(self.by_family.values()) else {}),
+                **({"family_from_scored": self.family_from_scored}
+                   if self.family_from_scored else {}),
                 **({"missed_refusals": dict(self.missed_refusals),
                     "missed_askers": {k: list(v) for k, v in self.missed_askers.items()}}
                    if self.missed_refusals else {}),
@@ -361,6 +399,12 @@ class AnnotationTotals:
         self.by_language = {k: Counter({str(lang): int(n)
                                         for lang, n in by_language.get(k, {}).items()})
                             for k in BY_LANGUAGE}  # fmt: skip
+        by_family = state.get("by_family", {})  # (totals kept before session 43: empty)
+        self.by_family = {k: Counter({str(f): int(n) for f, n in by_family.get(k, {}).items()})
+                          for k in BY_FAMILY}  # fmt: skip
+        # no family counted yet: counting begins now, after the verdicts the state counted
+        self.family_from_scored = (int(state.get("family_from_scored", 0)) if by_family
+                                   else int(self.flags["scope_scored"]))  # fmt: skip
         self.missed_refusals = Counter({str(text): int(n) for text, n
                                         in state.get("missed_refusals", {}).items()})  # fmt: skip
         self.missed_askers = {str(text): [str(a) for a in askers] for text, askers

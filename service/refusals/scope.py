@@ -349,6 +349,24 @@ def nearest_similarity(
     return np.asarray(sims.max(axis=1), dtype=np.float64)
 
 
+def nearest_with_index(queries: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nearest_similarity` (without ``exclude_self``) and the position in ``rows`` of
+    each query's nearest row: ``(similarity float64, index int64)``, shapes ``(n_queries,)``;
+    ``(-1, -1)`` per query when ``rows`` is empty. The same product and maximum as
+    :func:`nearest_similarity`, so the similarities are the same bits.
+
+    >>> q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    >>> sims, at = nearest_with_index(q, np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32))
+    >>> sims.tolist(), at.tolist()
+    ([1.0, 1.0], [1, 0])
+    """
+    if rows.shape[0] == 0 or queries.shape[0] == 0:
+        return np.full(queries.shape[0], -1.0), np.full(queries.shape[0], -1, dtype=np.int64)
+    sims = queries @ rows.T
+    return (np.asarray(sims.max(axis=1), dtype=np.float64),
+            np.asarray(sims.argmax(axis=1), dtype=np.int64))  # fmt: skip
+
+
 class SupportCheck(NamedTuple):
     """The embedding detector's support: how close to the corpus or the gold set a question
     must be for the fitted regression to speak about it at all.
@@ -1858,11 +1876,14 @@ class EmbeddingScope:
         vectors: np.ndarray,
         retriever_scores: Sequence[float | None] | None,
         hidden: np.ndarray | None = None,
+        nearest_out: list[np.ndarray] | None = None,
     ) -> np.ndarray:
         """Feature matrix, shape ``(n, len(feature_names))`` (see the class docstring).
         ``hidden`` (shape ``(n, n_gold)`` bool): the queries are the gold rows, and a row's
         nearest gold questions leave out those it marks (itself, and the rows of its group:
-        :func:`hidden_pairs`); -1 when it hides every row of a class."""
+        :func:`hidden_pairs`); -1 when it hides every row of a class. ``nearest_out``: a list
+        the position of each query's nearest passage (shape ``(n,)``, -1 without the corpus
+        feature) is appended to (:func:`nearest_with_index`: the same similarities)."""
         if hidden is not None:  # the queries are the gold rows: none sees what it hides
             sims = np.where(hidden, -np.inf, vectors @ self.gold_vectors.T)
             cols = [np.maximum(sims[:, self.gold_answerable].max(axis=1), -1.0),
@@ -1877,8 +1898,14 @@ class EmbeddingScope:
             answerable, unanswerable = self._gold_groups()
             cols = [nearest_similarity(vectors, answerable),
                     nearest_similarity(vectors, unanswerable)]  # fmt: skip
-        if self.use_corpus:
+        if self.use_corpus and nearest_out is not None:
+            sims, at = nearest_with_index(vectors, self.passage_vectors)
+            cols.append(sims)
+            nearest_out.append(at)
+        elif self.use_corpus:
             cols.append(nearest_similarity(vectors, self.passage_vectors))
+        elif nearest_out is not None:
+            nearest_out.append(np.full(vectors.shape[0], -1, dtype=np.int64))
         if self.use_retriever:
             scores = retriever_scores or [None] * vectors.shape[0]
             cols.append(np.array([self.missing_score if s is None else s for s in scores]))
@@ -1940,6 +1967,7 @@ class EmbeddingScope:
         cutoffs: np.ndarray | None = None,
         *,
         retrieve: Callable[[list[str]], Sequence[float | None]] | None = None,
+        nearest_out: list[np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(probability in scope, off-corpus, support similarity)`` per question, shapes
         ``(n,)``: the support similarity (:func:`support_similarity`, what the off-corpus rule
@@ -1948,6 +1976,10 @@ class EmbeddingScope:
         the detector's support (bool; :class:`SupportCheck`), each judged by the cutoff of
         its language ``languages`` (:meth:`cutoffs`; ``None``: by its script). ``cutoffs``:
         :meth:`cutoffs` of these questions and languages when the caller has them already.
+
+        ``nearest_out``: a list the position of each question's nearest corpus passage (in the
+        passages the detector was given; -1 without them) is appended to (one array, shape
+        ``(n,)``), what :class:`~service.refusals.families.ScopeFamilies` reads.
 
         ``retrieve`` (in place of ``retriever_scores``): gives the retriever's best score of
         each question it is given (one per question, in order), and is given only the
@@ -1973,10 +2005,13 @@ class EmbeddingScope:
         if self.reads_retriever and not given:
             raise ValueError("this detector needs one retriever score per question")
         if not questions:
+            if nearest_out is not None:
+                nearest_out.append(np.zeros(0, dtype=np.int64))
             return np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0)
         texts = list(questions)
         vectors = self.embedder.embed(texts)
-        every = self._features(vectors, retriever_scores)  # retrieve: ``missing_score`` first
+        # retrieve: ``missing_score`` first
+        every = self._features(vectors, retriever_scores, nearest_out=nearest_out)
         memo = getattr(self.embedder, "nearest", None)
         if isinstance(memo, NearestMemo):  # the topic stage's novelty check reads them
             memo.remember(self.gold_vectors, texts, np.maximum(every[:, 0], every[:, 1]))

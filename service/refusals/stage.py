@@ -14,6 +14,7 @@ from service.language.gold import judged_language, lacks_gold
 from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.refusals.detector import RefusalDetector, answer_text
+from service.refusals.families import ScopeFamilies
 from service.refusals.recall import missed_wording
 from service.refusals.scope import (
     EmbeddingScope,
@@ -187,8 +188,9 @@ def annotate_scope(
 
 
 #: a question's ``(probability in scope, off-corpus, judged by the off-corpus rule, known
-#: verdict, its language has gold rows, its verdict depends on the off-corpus cutoff's draw)``
-Verdict = tuple[float, bool, bool, tuple[str | None, bool | None], bool, bool]
+#: verdict, its language has gold rows, its verdict depends on the off-corpus cutoff's draw,
+#: its family or ``None``)``
+Verdict = tuple[float, bool, bool, tuple[str | None, bool | None], bool, bool, str | None]
 
 
 class EmbeddingScopeStage(StatelessStage):
@@ -244,6 +246,9 @@ class EmbeddingScopeStage(StatelessStage):
         # in its own batch, no verdict changed; the topic stage's cache has the same trait.)
         self.verdicts: BatchCache[Verdict] = BatchCache(cache_size)
         self._scored_by: tuple[EmbeddingScope, KnownScope | None] = (detector, known)
+        #: the corpus families the verdicts are broken down by (``scope_family``:
+        #: :mod:`service.refusals.families`); ``None``: none (set by the builder)
+        self.families: ScopeFamilies | None = None
 
     def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
         """Take ``rebuilt``'s detector, known questions and calibrated flag (a gold-set
@@ -259,6 +264,7 @@ class EmbeddingScopeStage(StatelessStage):
             self.retriever = rebuilt.retriever
         self.detector, self.known = rebuilt.detector, rebuilt.known
         self.calibrated = rebuilt.calibrated
+        self.families = rebuilt.families
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
         """The built-in retriever's best score per question (remembered in ``cache``), or
@@ -287,7 +293,8 @@ class EmbeddingScopeStage(StatelessStage):
 
     def _verdicts(self, asked: list[str]) -> list[Verdict]:
         """``(probability in scope, off-corpus, judged by the off-corpus rule, known
-        verdict, its language has gold rows)`` of distinct ``asked`` keys
+        verdict, its language has gold rows, unstable, family)`` (:data:`Verdict`; the family
+        of its nearest passage with :attr:`families`, else ``None``) of distinct ``asked`` keys
         ``"language\tquestion"`` (the language it is judged in,
         :func:`~service.language.gold.judged_language`; the off-corpus cutoff is its language's:
         :meth:`~service.refusals.scope.EmbeddingScope.cutoffs`; a language label has no
@@ -298,13 +305,19 @@ class EmbeddingScopeStage(StatelessStage):
         languages: list[str | None] = [language or None for language, _ in pairs]
         cutoffs = self.detector.cutoffs(questions, languages)
         detector = self.detector
+        families = self.families
+        nearest: list[np.ndarray] | None = [] if families is not None else None
+        # the nearest passages only asked for with families (the same call without them)
+        extra: dict[str, Any] = {} if nearest is None else {"nearest_out": nearest}
         if self.retriever is None or not detector.reads_retriever:
             proba, off, support = detector.score_with_support(questions, None, languages,
-                                                              cutoffs)  # fmt: skip
+                                                              cutoffs, **extra)  # fmt: skip
         else:  # retrieved for the questions inside the detector's support only
             proba, off, support = detector.score_with_support(
-                questions, None, languages, cutoffs, retrieve=self._best_scores
+                questions, None, languages, cutoffs, retrieve=self._best_scores, **extra
             )
+        family: list[str | None] = (families.family_of(nearest[0]) if families and nearest
+                                    else [None] * len(questions))  # fmt: skip
         judged = np.isfinite(cutoffs)
         # verdicts the off-corpus cutoff's range moves (scope.unstable_verdicts)
         unstable = unstable_verdicts(support, *detector.bands(cutoffs), off, proba,
@@ -313,7 +326,7 @@ class EmbeddingScopeStage(StatelessStage):
         gold_languages = self.detector.gold_languages()
         has_gold = [not lacks_gold(language, gold_languages) for language in languages]
         return list(zip(proba.tolist(), off.tolist(), judged.tolist(), known, has_gold,
-                        unstable.tolist(), strict=True))  # fmt: skip
+                        unstable.tolist(), family, strict=True))  # fmt: skip
 
     def process(self, batch: Batch) -> None:
         threshold = self.detector.calibration.threshold
@@ -327,9 +340,13 @@ class EmbeddingScopeStage(StatelessStage):
                  for e, notes in zip(batch.events, batch.annotations, strict=True)]  # fmt: skip
         found = self.verdicts.get_many(asked, self._verdicts)
         calibrated = self.calibrated
-        for notes, (p, off, judged, k, has_gold, unstable) in zip(batch.annotations, found,
-                                                                  strict=True):  # fmt: skip
+        with_family = self.families is not None
+        for notes, (p, off, judged, k, has_gold, unstable, family) in zip(
+            batch.annotations, found, strict=True
+        ):
             inside = k[1]
+            if with_family:  # the family of its nearest passage (service.refusals.families)
+                notes["scope_family"] = family
             # unjudged: a language no gold row is written in: neither the regression nor the
             # off-corpus rule was fitted on it (trial 12: 300 answerable Hindi questions
             # to an English/Spanish gold set were all "out of scope", and a rise of German

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from service.data.corpus import Corpus
 from service.data.goldset import GoldSet, GoldSetError
 from service.drift.stage import DriftStage
@@ -57,6 +59,7 @@ from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
 from service.records import GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
+from service.refusals.families import ScopeFamilies, build_families
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
@@ -115,6 +118,9 @@ class Analytics:
         quality_min_class: the class size below which a detector's quality is no measurement
             and the detector is uncalibrated likewise (``analytics.quality_min_class``: e.g.
             fewer than 10 unanswerable gold questions for out-of-scope).
+        family_min_events: the scored events a corpus family needs before its out-of-scope
+            share is judged (:func:`~service.refusals.families.family_rows`; the events a
+            drift window needs, ``analytics.drift.min_count``: both judge a live rate).
         novelty_off: why no question is called ``novel`` (e.g. :data:`NOVELTY_OFF_NO_GOLD`),
             or ``None`` while topic novelty is on.
         scope_off: why no question is judged out of scope (e.g. :data:`SCOPE_OFF_NO_GOLD`),
@@ -157,6 +163,7 @@ class Analytics:
     scope_off: str | None = None
     min_balanced_accuracy: float = 0.0
     quality_min_class: int = 0
+    family_min_events: int = 200
     language_quality: dict[str, Any] | None = None
     topic_quality: dict[str, Any] | None = None
     topic_min_kappa: float = DEFAULT_MIN_KAPPA
@@ -571,8 +578,27 @@ def _scope_stage(
               languages, config.quality_min_class, len(every), groups]  # fmt: skip
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
+    stage.families = scope_families(detector, [every[i].doc_type for i in sample])
     cal = detector.calibration  # its rates are those of the cross-validated scores
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
+
+
+def scope_families(
+    detector: EmbeddingScope, doc_types: Sequence[str | None]
+) -> ScopeFamilies | None:
+    """The corpus families the detector's verdicts are broken down by
+    (:func:`~service.refusals.families.build_families`): ``doc_types`` of the detector's
+    passages (its order), each gold row placed by its nearest passage, as a live question is,
+    with its held-out verdict (the cross-validated probability, the off-corpus rule applied,
+    at the threshold). ``None`` when the corpus labels fewer than two ``doc_type`` values or
+    the detector reads no passage."""
+    if not detector.use_corpus or len(doc_types) != detector.passage_vectors.shape[0]:
+        return None
+    from service.refusals.scope import nearest_with_index
+
+    _, nearest = nearest_with_index(detector.gold_vectors, detector.passage_vectors)
+    kept = np.asarray(detector.cv_scores) >= detector.calibration.threshold
+    return build_families(doc_types, nearest, np.asarray(detector.gold_answerable), kept)
 
 
 #: What follows the language bias of the topic assignment in the topic dimension's reason.
@@ -835,6 +861,7 @@ def build_analytics(
         quality_floor=config.quality_floor,
         min_balanced_accuracy=config.scope_min_balanced_accuracy,
         quality_min_class=config.quality_min_class,
+        family_min_events=config.drift.min_count,
         topic_min_kappa=config.topics.min_kappa,
         language_quality=language_quality(gold, detector),
         topic_quality=model.topic_agreement if model is not None else None,
@@ -919,6 +946,25 @@ class ScopeRefresh:
 def _running_scope(analytics: Analytics) -> ScopeStage | EmbeddingScopeStage | None:
     return next((st for st in analytics.stages
                  if isinstance(st, ScopeStage | EmbeddingScopeStage)), None)  # fmt: skip
+
+
+def scope_families_of(analytics: Analytics) -> ScopeFamilies | None:
+    """The running embedding detector's corpus families (:func:`scope_families`), or
+    ``None`` (no such detector, or the corpus labels fewer than two ``doc_type`` values)."""
+    stage = _running_scope(analytics)
+    return getattr(stage, "families", None) if isinstance(stage, EmbeddingScopeStage) else None
+
+
+def families_off_text(analytics: Analytics) -> str | None:
+    """Why the running embedding detector's verdicts are not broken down by corpus family
+    (:func:`scope_families`), or ``None`` (they are, or no embedding detector runs)."""
+    stage = _running_scope(analytics)
+    if not isinstance(stage, EmbeddingScopeStage) or stage.families is not None:
+        return None
+    why = ("the corpus labels fewer than two doc_type values (one family is the whole corpus, "
+           "which the detector's own figures measure)" if stage.detector.use_corpus
+           else "the detector reads no corpus passage")  # fmt: skip
+    return f"out-of-scope verdicts are not broken down by corpus family: {why}"
 
 
 def scope_detector_name(stage: Any) -> str | None:

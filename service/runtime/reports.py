@@ -28,6 +28,14 @@ from service.pipeline.totals import AnnotationTotals, unstable_counts
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
 from service.refusals.detector import READER_NAMES, Reader, refusal_rate_method, text_reader
+from service.refusals.families import (
+    FAMILY_MIN_RISE,
+    family_rows,
+    family_text,
+    harvest_family_text,
+    since_text,
+    under_refusal_family_text,
+)
 from service.refusals.recall import INHERITED, TextRecall, text_recall
 from service.refusals.scope import SHARE_COUNTS, describe, unstable_text
 from service.refusals.stage import RefusalStage
@@ -36,6 +44,7 @@ from service.runtime.analytics import (
     counted_under_text,
     misjudged_of,
     misjudged_unanswerable_of,
+    scope_families_of,
     scope_support,
 )
 from service.runtime.live import Live
@@ -160,6 +169,9 @@ class OutOfScopeReport(TypedDict):
     #: ``None``: none), and ``text`` (:func:`~service.refusals.scope.unstable_text`); absent
     #: without the embedding detector's off-corpus rule
     unstable: NotRequired[dict[str, Any]]
+    #: the verdicts by corpus family of the nearest passage and the families whose verdicts
+    #: the calibration did not measure (:func:`families_report`); absent without families
+    by_family: NotRequired[dict[str, Any]]
 
 
 class NoveltyReport(TypedDict):
@@ -482,6 +494,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                                     if stable else None)  # fmt: skip
         scope["unstable"] = unstable
         unstable["text"] = unstable_text(scope)
+    harvest_reasons = live.harvest.reason_counts() if live.harvest is not None else None
+    if (families := families_report(live.analytics, totals, harvest_reasons)) is not None:
+        report["out_of_scope"]["by_family"] = families
     if scope_covered:
         report["out_of_scope"]["no_gold_rows_covered_now"] = scope_covered
     if topic_covered:
@@ -493,6 +508,68 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         items.insert(at, ("language_candidates", candidates))
         report = cast(AnalyticsReport, dict(items))
     return report
+
+
+#: How the families of ``out_of_scope.by_family`` are made and judged, said with them.
+FAMILY_RULE = (
+    "a question's family is the doc_type of its nearest corpus passage (embeddings), a gold "
+    "row's the same; a family is judged on at least {min_events} scored events "
+    "(analytics.drift.min_count), and its verdicts are not measured when fewer than "
+    "{min_rows} answerable gold rows lie in it and its out-of-scope share is above the other "
+    "families' by at least {min_rise:.2f} (lower end of the 95 % Newcombe interval)"
+)
+
+
+def families_report(
+    analytics: Analytics,
+    totals: AnnotationTotals,
+    harvest_reasons: Mapping[str, int] | None = None,
+) -> dict[str, Any] | None:
+    """The out-of-scope verdicts by corpus family (:mod:`service.refusals.families`):
+    ``{"rows": family_rows(...), "unmeasured": [names], "rule", "min_rows", "min_rise",
+    "min_events", "from_scored" (the verdicts counted before family counting began, 0:
+    none), "scored" (every verdict), "since_text" (:func:`~service.refusals.families.
+    since_text`, or None), "text": the warning or None, "under_refusals_text",
+    "harvest_text": the under-refusals / answered_out_of_scope events among them, or None
+    (``harvest_text`` also without ``harvest_reasons``: harvesting off), and with harvesting
+    on "harvest": {"events" (behind answered_out_of_scope, counted by family),
+    "events_unmeasured" (of those, in unmeasured families), "suggestions" (held with that
+    reason)}}``; ``None`` without families. ``harvest_reasons``: the harvest stage's
+    suggestions per reason (:meth:`~service.harvest.stage.HarvestStage.reason_counts`)."""
+    families = scope_families_of(analytics)
+    if families is None:
+        return None
+    min_rows, min_events = analytics.quality_min_class, analytics.family_min_events
+    rows = family_rows(totals.by_family, families, min_rows, FAMILY_MIN_RISE, min_events)
+    scored = int(totals.flags["scope_scored"])
+    since = since_text(totals.family_from_scored, scored)
+    text = family_text(rows, min_rows)
+    harvest: dict[str, Any] = {"harvest_text": None}
+    if harvest_reasons is not None:  # events by family; every family's, and those of none
+        events = sum(totals.by_family["harvest_out_of_scope"].values())
+        suggestions = int(harvest_reasons.get("answered_out_of_scope", 0))
+        harvest = {
+            "harvest_text": harvest_family_text(rows, events, suggestions, since),
+            "harvest": {"events": events, "suggestions": suggestions,
+                        "events_unmeasured": sum(row["harvest_out_of_scope"] for row in rows
+                                                 if row["unmeasured"])},
+        }  # fmt: skip
+    return {
+        "rows": rows,
+        "unmeasured": [row["family"] for row in rows if row["unmeasured"]],
+        "rule": FAMILY_RULE.format(
+            min_rows=min_rows, min_rise=FAMILY_MIN_RISE, min_events=min_events
+        ),  # fmt: skip
+        "min_rows": min_rows,
+        "min_rise": FAMILY_MIN_RISE,
+        "min_events": min_events,
+        "from_scored": totals.family_from_scored,
+        "scored": scored,
+        "since_text": since,
+        "text": f"{text} ({since})" if text and since else text,
+        "under_refusals_text": under_refusal_family_text(rows, since),
+        **harvest,
+    }
 
 
 def topic_quality_report(analytics: Analytics) -> dict[str, Any] | None:

@@ -121,7 +121,26 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
     # its range over draws of the 39 Latin setters (scope.cutoff_band; as the report has it)
     low, high = support["band_by_script"]["Latn"]
     assert low <= cutoff <= high
-    assert result.stderr.splitlines()[-18:] == [
+    # the corpus's families (doc_type of the nearest passage; session 43), as the report of
+    # the same configuration places the gold rows: every one of the 47 answerable rows in one
+    families = {
+        row["family"]: row for row in report["analytics"]["out_of_scope"]["by_family"]["rows"]
+    }
+    assert sorted(families) == ["docx", "html", "pdf", "scanned_pdf"]  # jq .doc_type | sort -u
+    assert sum(row["answerable_gold"] for row in families.values()) == 47
+    # placed by the embeddings, so not the qrels' doc_types (pdf 19, html 12, docx 9,
+    # scanned_pdf 7): docx 13, html 10, pdf 19, scanned_pdf 5 (the replay golden's by_family)
+    assert {name: row["answerable_gold"] for name, row in families.items()} == {
+        "docx": 13, "html": 10, "pdf": 19, "scanned_pdf": 5}  # fmt: skip
+    family_line = (
+        "#     out-of-scope families (doc_type of the nearest passage): docx 13 answerable gold "
+        f"rows ({families['docx']['kept_held_out']} kept in scope held out), html 10 "
+        f"({families['html']['kept_held_out']}), pdf 19 ({families['pdf']['kept_held_out']}), "
+        f"scanned_pdf 5 ({families['scanned_pdf']['kept_held_out']}); fewer than 10 in "
+        "scanned_pdf: its live verdicts are named as not measured if its out-of-scope share "
+        "stands above the others' (add 5 answerable gold rows from scanned_pdf)"
+    )
+    assert result.stderr.splitlines()[-19:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
@@ -152,6 +171,7 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "#       off-corpus rule limit: cutoffs and false-positive rates are measured on the "
         "gold set's languages (en, hi, hi-Latn); a question in another language is not "
         "judged, one of no named language by its script's cutoff or not at all",
+        family_line,
         # novelty uncalibrated: the topic shares are nearest gold topics (fortieth session)
         "#   topic shares are by NEAREST gold topic (not facts; no topic coverage gap; topic "
         "drift still alarms on a change of the distribution): each question's nearest gold "
