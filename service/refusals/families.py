@@ -254,14 +254,12 @@ def under_refusal_family_text(
     ...                            {"family": "n", "unmeasured": False, "under_refusals": 9}])
     '230 of them in family e, whose out-of-scope verdicts are not measured'
     """
-    flagged = [row for row in rows if row.get("unmeasured") and row["under_refusals"]]
-    if not flagged:
+    found = _unmeasured_count(rows, "under_refusals")
+    if found is None:
         return None
-    n = sum(int(row["under_refusals"]) for row in flagged)
-    names = ", ".join(str(row["family"]) for row in flagged)
-    what = "families" if len(flagged) > 1 else "family"
+    n, families = found
     return _with_since(
-        f"{n:,} of them in {what} {names}, whose out-of-scope verdicts are not measured", since
+        f"{n:,} of them in {families}, whose out-of-scope verdicts are not measured", since
     )
 
 
@@ -283,18 +281,27 @@ def harvest_family_text(
     59 of the 80 events behind answered_out_of_scope (51 suggestions) lie in family e, whose
     out-of-scope verdicts are not measured (kept: a labeller decides)
     """
-    flagged = [row for row in rows if row.get("unmeasured") and row["harvest_out_of_scope"]]
-    if not flagged:
+    found = _unmeasured_count(rows, "harvest_out_of_scope")
+    if found is None:
         return None
-    n = sum(int(row["harvest_out_of_scope"]) for row in flagged)
-    names = ", ".join(str(row["family"]) for row in flagged)
-    what = "families" if len(flagged) > 1 else "family"
+    n, families = found
     return _with_since(
         f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
-        f"suggestions) lie in {what} {names}, whose out-of-scope verdicts are not measured "
+        f"suggestions) lie in {families}, whose out-of-scope verdicts are not measured "
         "(kept: a labeller decides)",
         since,
     )
+
+
+def _unmeasured_count(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[int, str] | None:
+    """The sum of ``key`` over the unmeasured families with a non-zero ``key``, and
+    ``"family a"`` / ``"families a, b"`` naming them; ``None`` when there is none."""
+    flagged = [row for row in rows if row.get("unmeasured") and row[key]]
+    if not flagged:
+        return None
+    names = ", ".join(str(row["family"]) for row in flagged)
+    what = "families" if len(flagged) > 1 else "family"
+    return sum(int(row[key]) for row in flagged), f"{what} {names}"
 
 
 #: The families the text and HTML reports list besides the flagged ones (the largest first).
