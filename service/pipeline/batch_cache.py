@@ -7,8 +7,8 @@ micro-batch once, and remember recent answers across batches.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -39,7 +39,10 @@ class BatchCache(Generic[V]):
         if size < 0:
             raise ValueError(f"size must be >= 0, got {size}")
         self.size = size
-        self._data: OrderedDict[str, V] = OrderedDict()
+        # a plain dict in recency order (least recently used first): a hit is taken out and
+        # put back at the end, where an OrderedDict's move_to_end relinks its neighbours'
+        # nodes too (each a cache miss in a large, cold table)
+        self._data: dict[str, V] = {}
         self.hits = self.misses = 0
 
     def clear(self) -> None:
@@ -55,13 +58,13 @@ class BatchCache(Generic[V]):
         data = self._data
         found: dict[str, V] = {}
         missing: list[str] = []
+        take = data.pop
         for key in dict.fromkeys(keys):
-            value = data.get(key, _MISSING)  # one look-up; values may be None
+            value = take(key, _MISSING)  # one look-up; values may be None
             if value is _MISSING:
                 missing.append(key)
             else:
-                data.move_to_end(key)
-                found[key] = value  # type: ignore[assignment]
+                found[key] = data[key] = value  # type: ignore[assignment]  # now the newest
         if missing:
             values = list(compute(missing))
             if len(values) != len(missing):
@@ -77,8 +80,10 @@ class BatchCache(Generic[V]):
             return
         data = self._data
         data.update(zip(keys, values, strict=True))  # new keys: all missing, so appended
-        while len(data) > self.size:
-            data.popitem(last=False)
+        over = len(data) - self.size
+        if over > 0:  # the least recently used, first in the dict (one pass for all)
+            for key in list(islice(data, over)):
+                del data[key]
 
     def __len__(self) -> int:
         """How many keys are remembered (at most ``size``)."""
