@@ -40,7 +40,12 @@ class CandidateConfig(_Frozen):
         languages, channels, roles: run only on these (empty: all).
         retries: retries of ``timeout``/``http_error`` failures within ``timeout_s``.
         backoff_s: first retry backoff in seconds (doubles, jittered).
-        failure_threshold, cooldown_s, half_open_probes: the circuit breaker (N, seconds, M).
+        failure_threshold, cooldown_s, half_open_probes: the circuit breaker (N, seconds, M),
+            the same in serve and replay. When it opens, the events queued for the candidate
+            are dropped uncalled (skip ``breaker_open``), so a candidate failing every call
+            costs about ``ceil(N / max_concurrency) * timeout_s`` seconds per opening (at most
+            ``N + max_concurrency - 1`` calls), then one probe (≤ ``timeout_s``) per
+            ``cooldown_s``.
     """
 
     name: str = Field(min_length=1, max_length=64, pattern=_NAME)

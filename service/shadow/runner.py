@@ -16,7 +16,14 @@ whether an event is shadow-run; the first gate that refuses names the skip reaso
    compared on another question (trial 15: the same retriever as production scored RBO
    0.51–0.96 on such events), so these are left out of every agreement figure, disagreement
    and listener (harvest's ``shadow_disagreement``), counted as this skip reason;
-5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
+5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`). The breaker
+   gates the queued backlog too: when it opens, every event queued for the candidate is
+   dropped, never called, and counted under this reason (:meth:`ShadowRunner.evicted_by`), and
+   a worker asks the breaker again before it starts a queued call. Without that, a replay
+   (which queues a whole batch while the breaker is still closed) and a live backlog called a
+   dead candidate once per queued event (trial 43: 294 timeouts of 2 s, 5 min 26 s for 300
+   events); now at most ``failure_threshold + max_concurrency - 1`` calls are made per
+   opening. A stop (:meth:`ShadowRunner.finish`) does not wait on an open breaker's calls;
 6. ``rate_limited`` — its token bucket (``max_rps``) is empty;
 7. ``queue_full`` / ``cpu_budget`` — its bounded queue (``queue_size``) is full and the event
    draws no lower than every queued one (below); ``cpu_budget`` while the runner holds back
@@ -78,7 +85,14 @@ token instead of skipping as ``rate_limited`` (``max_rps`` still protects the ca
 service), ignores the CPU budget, and never drops a finished result. The skip reasons left
 are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``,
 ``scrubbed``) and
-``breaker_open`` (a failing candidate).
+``breaker_open`` (a failing candidate). The breaker is the same as serve's (the same
+settings), and its decisions depend on wall time (the cool-down) and on the order in which
+concurrent calls finish, not on the event order: for a candidate that fails, which events
+were called before it opened, and so its error and ``breaker_open`` counts, can differ
+between two replays of the same input (the report's notice says so). A candidate that never
+fails ``failure_threshold`` times in a row is unaffected: its figures are the same on every
+replay. (Deciding in event order would mean calling one event at a time per candidate until
+the breaker's verdict on it is known: not done.)
 """
 
 from __future__ import annotations
@@ -90,7 +104,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from typing_extensions import TypedDict  # served by the API (pydantic, Python < 3.12)
@@ -136,6 +150,8 @@ class LaneStats(TypedDict):
         abandoned_total: calls abandoned since start (a count).
         breaker_state: the circuit breaker's current state.
         breaker_opened_total: how many times the breaker has opened.
+        breaker_cut_off_at: when (UTC, ISO 8601 seconds) the breaker first opened (``None``:
+            never): from then the candidate's queued events were dropped, never called.
         cpu_throttled: the runner is holding back for the live path's CPU budget.
     """
 
@@ -145,6 +161,7 @@ class LaneStats(TypedDict):
     abandoned_total: int
     breaker_state: BreakerState
     breaker_opened_total: int
+    breaker_cut_off_at: str | None
     cpu_throttled: bool
 
 
@@ -295,6 +312,9 @@ class _Lane:
     zombies: int = 0
     abandoned_total: int = 0
     stopping: bool = False
+    # the first time the breaker opened: (wall-clock UTC ISO 8601, event_id, event time ISO)
+    # of the failed call that opened it (``None``: never opened)
+    cut_off: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         self.ready = threading.Condition(self.lock)
@@ -329,6 +349,27 @@ class _Lane:
             self._compact()
             self.ready.notify()
             return True, out
+
+    def purge(self) -> int:
+        """Drop every queued job (the breaker opened: none of them is to be called); return
+        how many. Wakes an offer waiting for room (``backpressure``)."""
+        with self.lock:
+            n = self.waiting
+            for job in self.jobs:
+                if not (job.taken or job.evicted):
+                    job.evicted = True
+            self.jobs.clear()
+            self.highest.clear()
+            self.waiting = 0
+            self.room.notify_all()
+            return n
+
+    def drop(self, ticket: _Ticket) -> None:
+        """Withdraw a started ticket whose call is not to be made (its breaker refused)."""
+        with self.lock:
+            if ticket.state == "running":
+                ticket.state = "done"
+                self.inflight.discard(ticket)
 
     def _compact(self) -> None:
         """Drop taken and evicted jobs from ``highest`` and evicted ones from ``jobs`` once
@@ -536,11 +577,19 @@ class ShadowRunner:
         return outcomes
 
     def evicted_by(self) -> dict[str, dict[str, int]]:
-        """Queued events displaced from a full queue since the start, per candidate and skip
-        reason (``cpu_budget`` or ``queue_full``): ``{candidate: {reason: n}}`` (module
-        docstring)."""
+        """Queued events never called since the start, per candidate and skip reason:
+        displaced from a full queue (``cpu_budget`` or ``queue_full``) or dropped for an open
+        breaker (``breaker_open``): ``{candidate: {reason: n}}`` (module docstring)."""
         with self._results_lock:
             return {name: dict(counts) for name, counts in self._evicted_by.items()}
+
+    def _count_dropped(self, lane: _Lane, n: int) -> None:
+        """Count ``n`` queued events of ``lane`` dropped for its open breaker (skip reason
+        ``breaker_open``, moved from ``queued`` by the stage: :meth:`evicted_by`)."""
+        if n > 0:
+            with self._results_lock:
+                counts = self._evicted_by.setdefault(lane.config.name, {})
+                counts["breaker_open"] = counts.get("breaker_open", 0) + n
 
     def _take_token(self, bucket: TokenBucket) -> bool:
         """Take a rate-limit token; with ``backpressure`` wait for one (until closed)."""
@@ -565,14 +614,18 @@ class ShadowRunner:
         with self._results_lock:
             return dict(self._dropped_by)
 
-    def wait_idle(self, timeout: float = 30.0) -> bool:
+    def wait_idle(self, timeout: float = 30.0, skip_open: bool = False) -> bool:
         """Wait up to ``timeout`` seconds until no candidate has a queued or running call
-        (abandoned calls do not count); return whether that happened. Never called on the
-        live path (replays that end use it to collect the last results)."""
+        (abandoned calls do not count; with ``skip_open``, neither do a candidate's whose
+        breaker is open: its queue is dropped, its calls in flight are given up); return
+        whether that happened. Never called on the live path (replays that end use it to
+        collect the last results)."""
         deadline = time.monotonic() + timeout
         while True:
             busy = False
             for lane in self._lanes.values():
+                if skip_open and lane.breaker.state == "open":
+                    continue
                 with lane.lock:
                     busy = busy or bool(lane.waiting) or bool(lane.inflight)
             if not busy:
@@ -586,10 +639,13 @@ class ShadowRunner:
         which protects a live path that has ended, and wait up to ``timeout`` seconds until
         no candidate has a queued or running call (:meth:`wait_idle`); return whether that
         happened. The finished results stay drainable; call :meth:`close` next (what is still
-        queued or running is then given up: the shadow stage counts it as ``interrupted``)."""
+        queued or running is then given up: the shadow stage counts it as ``interrupted``).
+        A candidate whose breaker is open is not waited for (trial 43: a stop waited 18 s on
+        calls to a dead candidate): its queue was dropped when it opened, and its calls still
+        in flight are given up at once."""
         self._budget_lifted = True
         self.cpu_throttled = False
-        return self.wait_idle(timeout)
+        return self.wait_idle(timeout, skip_open=True)
 
     def settle(self, timeout: float, stop: threading.Event | None = None) -> bool:
         """A finite input has been read to its end while the service goes on (its API, and
@@ -621,6 +677,16 @@ class ShadowRunner:
             self._cpu_marks.append((time.monotonic(), used))
             self._settling = False
 
+    def cut_offs(self) -> dict[str, tuple[str, str, str]]:
+        """The candidates whose breaker has opened: ``{candidate: (UTC wall time ISO 8601,
+        event_id, event time ISO 8601)}`` of the failed call that first opened it."""
+        out = {}
+        for name, lane in self._lanes.items():
+            with lane.lock:
+                if lane.cut_off is not None:
+                    out[name] = lane.cut_off
+        return out
+
     def busy_calls(self) -> int:
         """Calls queued or running over all candidates (abandoned ones not counted), ≥ 0."""
         total = 0
@@ -638,6 +704,7 @@ class ShadowRunner:
             with lane.lock:
                 queue_depth, workers = lane.waiting, lane.live
                 abandoned_running, abandoned_total = lane.zombies, lane.abandoned_total
+                cut_off = lane.cut_off
             out[name] = LaneStats(
                 queue_depth=queue_depth,
                 workers=workers,
@@ -645,6 +712,7 @@ class ShadowRunner:
                 abandoned_total=abandoned_total,
                 breaker_state=lane.breaker.state,
                 breaker_opened_total=lane.breaker.opened_total,
+                breaker_cut_off_at=cut_off[0] if cut_off is not None else None,
                 cpu_throttled=self.cpu_throttled,
             )
         return out
@@ -726,6 +794,13 @@ class ShadowRunner:
             ticket = lane.take(self._clock, self._held, self.tick_s)
             if ticket is None:
                 return
+            if not ticket.job.probe:  # admitted when queued: the breaker may have opened since
+                admitted = lane.breaker.admit()
+                if admitted is None:  # never called: counted as skipped breaker_open
+                    lane.drop(ticket)
+                    self._count_dropped(lane, 1)
+                    continue
+                ticket.job.probe = admitted == "probe"
             started_cpu = time.thread_time()  # the call and the agreement maths
             outcome = self._call(lane, ticket)
             finished = lane.finish(ticket)
@@ -753,11 +828,18 @@ class ShadowRunner:
 
     def _record(self, lane: _Lane, ticket: _Ticket, outcome: Outcome, now: float) -> None:
         ranking, error = outcome
+        job, event = ticket.job, ticket.job.event
         if error is None:
             lane.breaker.record_success()
         else:
+            opened = lane.breaker.opened_total
             lane.breaker.record_failure()
-        job, event = ticket.job, ticket.job.event
+            if lane.breaker.opened_total > opened:  # it opened on this failure: the backlog
+                wall = datetime.now(UTC).isoformat(timespec="seconds")
+                with lane.lock:  # queued for it is dropped, never called
+                    if lane.cut_off is None:
+                        lane.cut_off = (wall, event.event_id, event.timestamp.isoformat())
+                self._count_dropped(lane, lane.purge())
         production = production_ranking(event)
         agreement = None
         if error is None and production:

@@ -577,6 +577,37 @@ class ShadowStage:
             lost += n
         return lost
 
+    def cut_off_notices(self) -> list[str]:
+        """One line per candidate whose circuit breaker has opened: when it was cut off (the
+        event whose failed call opened it; in the live service also the wall time), how
+        many of its offered events were not compared because of it (skip ``breaker_open``:
+        refused at the offer or dropped from its queue, never called) and the errors that
+        led there. A replay's line says that these counts depend on the calls' timing."""
+        lines = []
+        for name, (wall, event_id, stamp) in self.runner.cut_offs().items():
+            aggregate = self._candidates.get(name)
+            if aggregate is None:
+                continue
+            # copies made in C (no iteration a batch could interleave: the status page reads
+            # this without the pipeline's lock)
+            offers, errors_seen = dict(aggregate.offers), dict(aggregate.errors)
+            errors = ", ".join(f"{r} {n}" for r, n in sorted(errors_seen.items()))
+            when = f"at event {event_id} ({stamp})"
+            if not self.synchronous:
+                when += f", {wall}"
+            line = (f"shadow candidate {name!r} was cut off by its circuit breaker {when}: "
+                    f"{offers.get('breaker_open', 0)} of its "
+                    f"{sum(offers.values())} offered events were not compared (skipped "
+                    f"breaker_open, never called; errors before: {errors or 'none'})")  # fmt: skip
+            if self.synchronous:
+                line += (
+                    "; which events were called before it opened depends on the calls' "
+                    "timing (shadow.candidates[].failure_threshold, max_concurrency, "
+                    "cooldown_s in wall seconds)"
+                )
+            lines.append(line)
+        return lines
+
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear what happened since the last call, for the telemetry layer.
 
