@@ -22,8 +22,12 @@ whether an event is shadow-run; the first gate that refuses names the skip reaso
    a worker asks the breaker again before it starts a queued call. Without that, a replay
    (which queues a whole batch while the breaker is still closed) and a live backlog called a
    dead candidate once per queued event (trial 43: 294 timeouts of 2 s, 5 min 26 s for 300
-   events); now at most ``failure_threshold + max_concurrency - 1`` calls are made per
-   opening. A stop (:meth:`ShadowRunner.finish`) does not wait on an open breaker's calls;
+   events); now at most ``failure_threshold + max_concurrency - 1`` calls (each up to
+   ``1 + retries`` attempts) are made per opening. "``failure_threshold`` failures in a row"
+   is counted in the order the calls finish, which with ``max_concurrency`` > 1 is not the
+   event order: a candidate failing 1 call in k can be cut off when ``failure_threshold``
+   ≤ k (three of its failures finishing back to back), a different number of events on
+   each replay. A stop (:meth:`ShadowRunner.finish`) does not wait on an open breaker's calls;
 6. ``rate_limited`` — its token bucket (``max_rps``) is empty;
 7. ``queue_full`` / ``cpu_budget`` — its bounded queue (``queue_size``) is full and the event
    draws no lower than every queued one (below); ``cpu_budget`` while the runner holds back
@@ -89,10 +93,15 @@ are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``,
 settings), and its decisions depend on wall time (the cool-down) and on the order in which
 concurrent calls finish, not on the event order: for a candidate that fails, which events
 were called before it opened, and so its error and ``breaker_open`` counts, can differ
-between two replays of the same input (the report's notice says so). A candidate that never
-fails ``failure_threshold`` times in a row is unaffected: its figures are the same on every
-replay. (Deciding in event order would mean calling one event at a time per candidate until
-the breaker's verdict on it is known: not done.)
+between two replays of the same input (the report's notice says so). "In a row" is in the order the
+calls finish: a candidate that never fails ``failure_threshold`` times in a row in that order
+is unaffected (its figures are the same on every replay), but with ``max_concurrency`` > 1
+that is not the event order: a candidate failing 1 call in k, never ``failure_threshold`` in
+a row in event order, can still be cut off when ``failure_threshold`` ≤ k, by a different
+amount on each replay (a threshold above k, or ``max_concurrency: 1``, avoids it). Counting
+in event order would make the count wait on the slowest earlier call (a hung one: up to
+``timeout_s``), during which a fast-failing candidate's backlog would be called through:
+not done.
 """
 
 from __future__ import annotations
@@ -105,7 +114,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from typing_extensions import TypedDict  # served by the API (pydantic, Python < 3.12)
 
@@ -121,6 +130,7 @@ __all__ = [
     "ERROR_REASONS",
     "SKIP_REASONS",
     "CandidateConfig",
+    "CutOff",
     "ShadowConfig",
     "ShadowResult",
     "ShadowRunner",
@@ -269,6 +279,26 @@ def _ids(docs: Any) -> tuple[str, ...]:
         raise _BadResponse("an item has no doc_id") from None
 
 
+class CutOff(NamedTuple):
+    """A candidate's breaker history for its cut-off notice (:meth:`ShadowRunner.cut_offs`).
+
+    Attributes:
+        first: (UTC wall time ISO 8601, event_id, event time ISO 8601) of the failed call
+            that first opened the breaker.
+        errors_before: the failed calls recorded until then (that one included), by reason.
+        state: the breaker's state now.
+        opened_total: how many times it has opened.
+        recovered: the same triple for the success that last closed it again (``None``:
+            never, or it opened again since).
+    """
+
+    first: tuple[str, str, str]
+    errors_before: dict[str, int]
+    state: BreakerState
+    opened_total: int
+    recovered: tuple[str, str, str] | None
+
+
 @dataclass(eq=False, slots=True)
 class _Job:
     event: QueryLogEvent
@@ -315,6 +345,13 @@ class _Lane:
     # the first time the breaker opened: (wall-clock UTC ISO 8601, event_id, event time ISO)
     # of the failed call that opened it (``None``: never opened)
     cut_off: tuple[str, str, str] | None = None
+    # failed calls recorded so far, by reason, and a copy of them when the breaker first
+    # opened (the cut-off notice's "errors before": later probes' errors are not in it)
+    errors_seen: dict[str, int] = field(default_factory=dict)
+    errors_before: dict[str, int] = field(default_factory=dict)
+    # the last time a success closed the breaker again (same triple as cut_off; ``None``:
+    # never recovered, or opened again since)
+    recovered: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         self.ready = threading.Condition(self.lock)
@@ -617,14 +654,15 @@ class ShadowRunner:
     def wait_idle(self, timeout: float = 30.0, skip_open: bool = False) -> bool:
         """Wait up to ``timeout`` seconds until no candidate has a queued or running call
         (abandoned calls do not count; with ``skip_open``, neither do a candidate's whose
-        breaker is open: its queue is dropped, its calls in flight are given up); return
+        breaker is open or half-open: its queue was dropped, its calls in flight, a probe
+        included, are given up); return
         whether that happened. Never called on the live path (replays that end use it to
         collect the last results)."""
         deadline = time.monotonic() + timeout
         while True:
             busy = False
             for lane in self._lanes.values():
-                if skip_open and lane.breaker.state == "open":
+                if skip_open and lane.breaker.state != "closed":
                     continue
                 with lane.lock:
                     busy = busy or bool(lane.waiting) or bool(lane.inflight)
@@ -640,9 +678,9 @@ class ShadowRunner:
         no candidate has a queued or running call (:meth:`wait_idle`); return whether that
         happened. The finished results stay drainable; call :meth:`close` next (what is still
         queued or running is then given up: the shadow stage counts it as ``interrupted``).
-        A candidate whose breaker is open is not waited for (trial 43: a stop waited 18 s on
-        calls to a dead candidate): its queue was dropped when it opened, and its calls still
-        in flight are given up at once."""
+        A candidate whose breaker is open or half-open is not waited for (trial 43: a stop
+        waited 18 s on calls to a dead candidate): its queue was dropped when it opened, and
+        its calls still in flight (a probe included) are given up at once."""
         self._budget_lifted = True
         self.cpu_throttled = False
         return self.wait_idle(timeout, skip_open=True)
@@ -677,14 +715,16 @@ class ShadowRunner:
             self._cpu_marks.append((time.monotonic(), used))
             self._settling = False
 
-    def cut_offs(self) -> dict[str, tuple[str, str, str]]:
-        """The candidates whose breaker has opened: ``{candidate: (UTC wall time ISO 8601,
-        event_id, event time ISO 8601)}`` of the failed call that first opened it."""
+    def cut_offs(self) -> dict[str, CutOff]:
+        """The candidates whose breaker has opened, each with its :class:`CutOff` (when it
+        first opened, the errors recorded until then, its state now)."""
         out = {}
         for name, lane in self._lanes.items():
             with lane.lock:
-                if lane.cut_off is not None:
-                    out[name] = lane.cut_off
+                cut_off, errors, recovered = lane.cut_off, dict(lane.errors_before), lane.recovered
+            if cut_off is not None:
+                out[name] = CutOff(cut_off, errors, lane.breaker.state,
+                                   lane.breaker.opened_total, recovered)  # fmt: skip
         return out
 
     def busy_calls(self) -> int:
@@ -698,7 +738,8 @@ class ShadowRunner:
     def stats(self) -> dict[str, LaneStats]:
         """Return per candidate its :class:`LaneStats`: ``queue_depth``, ``workers``,
         ``abandoned_running``, ``abandoned_total``, ``breaker_state``,
-        ``breaker_opened_total``, and the runner's ``cpu_throttled`` (bool)."""
+        ``breaker_opened_total``, ``breaker_cut_off_at``, and the runner's ``cpu_throttled``
+        (bool)."""
         out: dict[str, LaneStats] = {}
         for name, lane in self._lanes.items():
             with lane.lock:
@@ -830,15 +871,24 @@ class ShadowRunner:
         ranking, error = outcome
         job, event = ticket.job, ticket.job.event
         if error is None:
+            before = lane.breaker.state
             lane.breaker.record_success()
+            if before == "half_open" and lane.breaker.state == "closed":  # it recovered
+                wall = datetime.now(UTC).isoformat(timespec="seconds")
+                with lane.lock:
+                    lane.recovered = (wall, event.event_id, event.timestamp.isoformat())
         else:
             opened = lane.breaker.opened_total
             lane.breaker.record_failure()
+            with lane.lock:
+                lane.errors_seen[error] = lane.errors_seen.get(error, 0) + 1
             if lane.breaker.opened_total > opened:  # it opened on this failure: the backlog
                 wall = datetime.now(UTC).isoformat(timespec="seconds")
                 with lane.lock:  # queued for it is dropped, never called
+                    lane.recovered = None
                     if lane.cut_off is None:
                         lane.cut_off = (wall, event.event_id, event.timestamp.isoformat())
+                        lane.errors_before = dict(lane.errors_seen)
                 self._count_dropped(lane, lane.purge())
         production = production_ranking(event)
         agreement = None

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from service.pipeline import Batch
+from service.retrievers.base import RetrieverError
 from service.retrievers.http import HttpRetriever
 from service.shadow.runner import CandidateConfig, ShadowConfig, ShadowRunner
 from service.shadow.stage import ShadowStage
 from tests.service.retrievers.retriever_fakes import FakeServer, Reply, serve
-from tests.service.shadow.shadow_fakes import make_event
+from tests.service.shadow.shadow_fakes import PRODUCTION, docs, make_event
 
 
 @pytest.fixture
@@ -65,8 +66,9 @@ def test_replay_of_a_failing_candidate_makes_only_the_calls_that_open_the_breake
     assert stage.cut_off_notices() == [
         "shadow candidate 'err' was cut off by its circuit breaker at event e-4 "
         "(2026-11-29T10:00:04+00:00): 295 of its 300 offered events were not compared "
-        "(skipped breaker_open, never called; errors before: http_error 5); which events "
-        "were called before it opened depends on the calls' timing "
+        "(skipped breaker_open, never called; errors before: http_error 5); breaker now "
+        "open, opened once; which events were called before it opened depends on the "
+        "calls' timing "
         "(shadow.candidates[].failure_threshold, max_concurrency, cooldown_s in wall seconds)"
     ]
 
@@ -126,3 +128,65 @@ def test_serve_stop_does_not_wait_on_a_hung_candidate_cut_off(
     # not the 5 s it gave: nothing of an open breaker is waited for (a bound, not a speed)
     assert took < 2.5
     assert cut_off_at is not None and len(stage.cut_off_notices()) == 1
+
+
+class _Switch:
+    """Fails (HTTP 500) while ``dead``, then answers production's ranking."""
+
+    name = "sw"
+
+    def __init__(self) -> None:
+        self.dead = True
+        self.calls = 0
+
+    def search(self, question: str, k: int) -> Any:
+        self.calls += 1
+        if self.dead:
+            raise RetrieverError("HTTP 500")
+        return docs(PRODUCTION[:k])
+
+
+def test_the_notice_of_a_candidate_that_recovers_stays_true() -> None:
+    # One worker (calls in event order), failure_threshold 3, cool-down 0.3 s. By hand:
+    # batch 1 (e-0..e-49, dead): e-0, e-1, e-2 fail, e-2 opens it (errors 3), 47 dropped.
+    # After the cool-down, batch 2 (e-50..e-59, dead): e-50 is the probe and fails (opened
+    # twice, errors 4), the other 9 are refused at the offer. After the cool-down again,
+    # batch 3 (e-60..e-69, alive): the probe e-60 succeeds and closes it, 9 refused. Batch 4
+    # (e-70..e-99): all 30 called. Offered 100, breaker_open 47 + 9 + 9 = 65, errors 4,
+    # completed 31, calls 35. "errors before" stays the 3 of the first opening (main's line
+    # counted every error, 4, and still said the candidate was cut off).
+    switch = _Switch()
+    config = ShadowConfig(
+        max_cpu_share=None,
+        candidates=(CandidateConfig(name="sw", max_concurrency=1, queue_size=1_000,
+                                    failure_threshold=3, cooldown_s=0.3),),
+    )  # fmt: skip
+    with ShadowRunner(config, {"sw": switch}, backpressure=True) as runner:
+        stage = ShadowStage(runner, synchronous=True)
+        stage.process(Batch.of([make_event(i) for i in range(50)], source="test"))
+        open_line = stage.cut_off_notices()
+        time.sleep(0.45)
+        stage.process(Batch.of([make_event(i) for i in range(50, 60)], source="test"))
+        time.sleep(0.45)
+        switch.dead = False
+        stage.process(Batch.of([make_event(i) for i in range(60, 70)], source="test"))
+        stage.process(Batch.of([make_event(i) for i in range(70, 100)], source="test"))
+        report = stage.report()["candidates"]["sw"]
+        lines = stage.cut_off_notices()
+    assert switch.calls == 35
+    assert report["errors"] == {"http_error": 4} and report["completed"] == 31
+    assert report["skipped"] == {"breaker_open": 65} and report["offered"] == 100
+    head = ("shadow candidate 'sw' was cut off by its circuit breaker at event e-2 "
+            "(2026-11-29T10:00:02+00:00): ")  # fmt: skip
+    tail = ("; which events were called before it opened depends on the calls' timing "
+            "(shadow.candidates[].failure_threshold, max_concurrency, cooldown_s in wall "
+            "seconds)")  # fmt: skip
+    assert open_line == [
+        head + "47 of its 50 offered events were not compared (skipped breaker_open, never "
+        "called; errors before: http_error 3); breaker now open, opened once" + tail
+    ]
+    assert lines == [
+        head + "65 of its 100 offered events were not compared (skipped breaker_open, never "
+        "called; errors before: http_error 3); breaker now closed again since event e-60 "
+        "(2026-11-29T10:01:00+00:00), recovered, opened 2 times" + tail
+    ]
