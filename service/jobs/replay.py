@@ -317,6 +317,7 @@ def run_replay(
     notices = [
         gold_set_notice(settings),
         *live.notices,
+        *(live.shadow.cut_off_notices() if live.shadow is not None else ()),
         english_model_notice(settings.analytics.embeddings,
                              live.analytics.gold_counts.get("language", {})),
     ]  # fmt: skip

@@ -597,7 +597,8 @@ class Runtime:
                      if self._finished and self._unsettled else None)  # fmt: skip
         notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable, topics,
                    analytics.language_notice, analytics.unlabelled_notice,
-                   analytics.scope_notice, self._counted_under_notice(), unsettled]  # fmt: skip
+                   analytics.scope_notice, self._counted_under_notice(), unsettled,
+                   *(shadow.cut_off_notices() if (shadow := self.live.shadow) else ())]  # fmt: skip
         return {
             "notices": [text for text in notices if text],
             "version": __version__,

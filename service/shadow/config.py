@@ -40,7 +40,18 @@ class CandidateConfig(_Frozen):
         languages, channels, roles: run only on these (empty: all).
         retries: retries of ``timeout``/``http_error`` failures within ``timeout_s``.
         backoff_s: first retry backoff in seconds (doubles, jittered).
-        failure_threshold, cooldown_s, half_open_probes: the circuit breaker (N, seconds, M).
+        failure_threshold: the circuit breaker's N, the same in serve and replay: it opens
+            after N failed calls in a row, counted in the order the calls finish (with
+            ``max_concurrency`` > 1 not the event order: a candidate failing 1 call in k can
+            be cut off when N ≤ k, and by how much varies between replays). When it opens,
+            the events queued for the candidate are dropped uncalled (skip
+            ``breaker_open``), so a candidate failing every call costs about
+            ``ceil(N / max_concurrency) * timeout_s`` seconds per opening (at most
+            ``N + max_concurrency - 1`` calls; a call is up to ``1 + retries`` attempts
+            within its ``timeout_s``), then one probe (≤ ``timeout_s``) per ``cooldown_s``.
+        cooldown_s: seconds an open breaker refuses calls before half-opening (see
+            ``failure_threshold``).
+        half_open_probes: calls (M) admitted while half-open (see ``failure_threshold``).
     """
 
     name: str = Field(min_length=1, max_length=64, pattern=_NAME)

@@ -16,7 +16,18 @@ whether an event is shadow-run; the first gate that refuses names the skip reaso
    compared on another question (trial 15: the same retriever as production scored RBO
    0.51–0.96 on such events), so these are left out of every agreement figure, disagreement
    and listener (harvest's ``shadow_disagreement``), counted as this skip reason;
-5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`);
+5. ``breaker_open`` — the candidate's circuit breaker refuses (:mod:`.breaker`). The breaker
+   gates the queued backlog too: when it opens, every event queued for the candidate is
+   dropped, never called, and counted under this reason (:meth:`ShadowRunner.evicted_by`), and
+   a worker asks the breaker again before it starts a queued call. Without that, a replay
+   (which queues a whole batch while the breaker is still closed) and a live backlog called a
+   dead candidate once per queued event (trial 43: 294 timeouts of 2 s, 5 min 26 s for 300
+   events); now at most ``failure_threshold + max_concurrency - 1`` calls (each up to
+   ``1 + retries`` attempts) are made per opening. "``failure_threshold`` failures in a row"
+   is counted in the order the calls finish, which with ``max_concurrency`` > 1 is not the
+   event order: a candidate failing 1 call in k can be cut off when ``failure_threshold``
+   ≤ k (three of its failures finishing back to back), a different number of events on
+   each replay. A stop (:meth:`ShadowRunner.finish`) does not wait on an open breaker's calls;
 6. ``rate_limited`` — its token bucket (``max_rps``) is empty;
 7. ``queue_full`` / ``cpu_budget`` — its bounded queue (``queue_size``) is full and the event
    draws no lower than every queued one (below); ``cpu_budget`` while the runner holds back
@@ -78,7 +89,19 @@ token instead of skipping as ``rate_limited`` (``max_rps`` still protects the ca
 service), ignores the CPU budget, and never drops a finished result. The skip reasons left
 are the deterministic ones (``filtered``, ``not_sampled``, ``no_production``,
 ``scrubbed``) and
-``breaker_open`` (a failing candidate).
+``breaker_open`` (a failing candidate). The breaker is the same as serve's (the same
+settings), and its decisions depend on wall time (the cool-down) and on the order in which
+concurrent calls finish, not on the event order: for a candidate that fails, which events
+were called before it opened, and so its error and ``breaker_open`` counts, can differ
+between two replays of the same input (the report's notice says so). "In a row" is in the order the
+calls finish: a candidate that never fails ``failure_threshold`` times in a row in that order
+is unaffected (its figures are the same on every replay), but with ``max_concurrency`` > 1
+that is not the event order: a candidate failing 1 call in k, never ``failure_threshold`` in
+a row in event order, can still be cut off when ``failure_threshold`` ≤ k, by a different
+amount on each replay (a threshold above k, or ``max_concurrency: 1``, avoids it). Counting
+in event order would make the count wait on the slowest earlier call (a hung one: up to
+``timeout_s``), during which a fast-failing candidate's backlog would be called through:
+not done.
 """
 
 from __future__ import annotations
@@ -90,8 +113,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
 from typing_extensions import TypedDict  # served by the API (pydantic, Python < 3.12)
 
@@ -107,6 +130,7 @@ __all__ = [
     "ERROR_REASONS",
     "SKIP_REASONS",
     "CandidateConfig",
+    "CutOff",
     "ShadowConfig",
     "ShadowResult",
     "ShadowRunner",
@@ -136,6 +160,8 @@ class LaneStats(TypedDict):
         abandoned_total: calls abandoned since start (a count).
         breaker_state: the circuit breaker's current state.
         breaker_opened_total: how many times the breaker has opened.
+        breaker_cut_off_at: when (UTC, ISO 8601 seconds) the breaker first opened (``None``:
+            never): from then the candidate's queued events were dropped, never called.
         cpu_throttled: the runner is holding back for the live path's CPU budget.
     """
 
@@ -145,6 +171,7 @@ class LaneStats(TypedDict):
     abandoned_total: int
     breaker_state: BreakerState
     breaker_opened_total: int
+    breaker_cut_off_at: str | None
     cpu_throttled: bool
 
 
@@ -252,6 +279,26 @@ def _ids(docs: Any) -> tuple[str, ...]:
         raise _BadResponse("an item has no doc_id") from None
 
 
+class CutOff(NamedTuple):
+    """A candidate's breaker history for its cut-off notice (:meth:`ShadowRunner.cut_offs`).
+
+    Attributes:
+        first: (UTC wall time ISO 8601, event_id, event time ISO 8601) of the failed call
+            that first opened the breaker.
+        errors_before: the failed calls recorded until then (that one included), by reason.
+        state: the breaker's state now.
+        opened_total: how many times it has opened.
+        recovered: the same triple for the success that last closed it again (``None``:
+            never, or it opened again since).
+    """
+
+    first: tuple[str, str, str]
+    errors_before: dict[str, int]
+    state: BreakerState
+    opened_total: int
+    recovered: tuple[str, str, str] | None
+
+
 @dataclass(eq=False, slots=True)
 class _Job:
     event: QueryLogEvent
@@ -295,6 +342,16 @@ class _Lane:
     zombies: int = 0
     abandoned_total: int = 0
     stopping: bool = False
+    # the first time the breaker opened: (wall-clock UTC ISO 8601, event_id, event time ISO)
+    # of the failed call that opened it (``None``: never opened)
+    cut_off: tuple[str, str, str] | None = None
+    # failed calls recorded so far, by reason, and a copy of them when the breaker first
+    # opened (the cut-off notice's "errors before": later probes' errors are not in it)
+    errors_seen: dict[str, int] = field(default_factory=dict)
+    errors_before: dict[str, int] = field(default_factory=dict)
+    # the last time a success closed the breaker again (same triple as cut_off; ``None``:
+    # never recovered, or opened again since)
+    recovered: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         self.ready = threading.Condition(self.lock)
@@ -329,6 +386,27 @@ class _Lane:
             self._compact()
             self.ready.notify()
             return True, out
+
+    def purge(self) -> int:
+        """Drop every queued job (the breaker opened: none of them is to be called); return
+        how many. Wakes an offer waiting for room (``backpressure``)."""
+        with self.lock:
+            n = self.waiting
+            for job in self.jobs:
+                if not (job.taken or job.evicted):
+                    job.evicted = True
+            self.jobs.clear()
+            self.highest.clear()
+            self.waiting = 0
+            self.room.notify_all()
+            return n
+
+    def drop(self, ticket: _Ticket) -> None:
+        """Withdraw a started ticket whose call is not to be made (its breaker refused)."""
+        with self.lock:
+            if ticket.state == "running":
+                ticket.state = "done"
+                self.inflight.discard(ticket)
 
     def _compact(self) -> None:
         """Drop taken and evicted jobs from ``highest`` and evicted ones from ``jobs`` once
@@ -536,11 +614,19 @@ class ShadowRunner:
         return outcomes
 
     def evicted_by(self) -> dict[str, dict[str, int]]:
-        """Queued events displaced from a full queue since the start, per candidate and skip
-        reason (``cpu_budget`` or ``queue_full``): ``{candidate: {reason: n}}`` (module
-        docstring)."""
+        """Queued events never called since the start, per candidate and skip reason:
+        displaced from a full queue (``cpu_budget`` or ``queue_full``) or dropped for an open
+        breaker (``breaker_open``): ``{candidate: {reason: n}}`` (module docstring)."""
         with self._results_lock:
             return {name: dict(counts) for name, counts in self._evicted_by.items()}
+
+    def _count_dropped(self, lane: _Lane, n: int) -> None:
+        """Count ``n`` queued events of ``lane`` dropped for its open breaker (skip reason
+        ``breaker_open``, moved from ``queued`` by the stage: :meth:`evicted_by`)."""
+        if n > 0:
+            with self._results_lock:
+                counts = self._evicted_by.setdefault(lane.config.name, {})
+                counts["breaker_open"] = counts.get("breaker_open", 0) + n
 
     def _take_token(self, bucket: TokenBucket) -> bool:
         """Take a rate-limit token; with ``backpressure`` wait for one (until closed)."""
@@ -565,14 +651,19 @@ class ShadowRunner:
         with self._results_lock:
             return dict(self._dropped_by)
 
-    def wait_idle(self, timeout: float = 30.0) -> bool:
+    def wait_idle(self, timeout: float = 30.0, skip_open: bool = False) -> bool:
         """Wait up to ``timeout`` seconds until no candidate has a queued or running call
-        (abandoned calls do not count); return whether that happened. Never called on the
-        live path (replays that end use it to collect the last results)."""
+        (abandoned calls do not count; with ``skip_open``, neither do a candidate's whose
+        breaker is open or half-open: its queue was dropped, its calls in flight, a probe
+        included, are given up); return
+        whether that happened. Never called on the live path (replays that end use it to
+        collect the last results)."""
         deadline = time.monotonic() + timeout
         while True:
             busy = False
             for lane in self._lanes.values():
+                if skip_open and lane.breaker.state != "closed":
+                    continue
                 with lane.lock:
                     busy = busy or bool(lane.waiting) or bool(lane.inflight)
             if not busy:
@@ -586,10 +677,13 @@ class ShadowRunner:
         which protects a live path that has ended, and wait up to ``timeout`` seconds until
         no candidate has a queued or running call (:meth:`wait_idle`); return whether that
         happened. The finished results stay drainable; call :meth:`close` next (what is still
-        queued or running is then given up: the shadow stage counts it as ``interrupted``)."""
+        queued or running is then given up: the shadow stage counts it as ``interrupted``).
+        A candidate whose breaker is open or half-open is not waited for (trial 43: a stop
+        waited 18 s on calls to a dead candidate): its queue was dropped when it opened, and
+        its calls still in flight (a probe included) are given up at once."""
         self._budget_lifted = True
         self.cpu_throttled = False
-        return self.wait_idle(timeout)
+        return self.wait_idle(timeout, skip_open=True)
 
     def settle(self, timeout: float, stop: threading.Event | None = None) -> bool:
         """A finite input has been read to its end while the service goes on (its API, and
@@ -621,6 +715,18 @@ class ShadowRunner:
             self._cpu_marks.append((time.monotonic(), used))
             self._settling = False
 
+    def cut_offs(self) -> dict[str, CutOff]:
+        """The candidates whose breaker has opened, each with its :class:`CutOff` (when it
+        first opened, the errors recorded until then, its state now)."""
+        out = {}
+        for name, lane in self._lanes.items():
+            with lane.lock:
+                cut_off, errors, recovered = lane.cut_off, dict(lane.errors_before), lane.recovered
+            if cut_off is not None:
+                out[name] = CutOff(cut_off, errors, lane.breaker.state,
+                                   lane.breaker.opened_total, recovered)  # fmt: skip
+        return out
+
     def busy_calls(self) -> int:
         """Calls queued or running over all candidates (abandoned ones not counted), ≥ 0."""
         total = 0
@@ -632,12 +738,14 @@ class ShadowRunner:
     def stats(self) -> dict[str, LaneStats]:
         """Return per candidate its :class:`LaneStats`: ``queue_depth``, ``workers``,
         ``abandoned_running``, ``abandoned_total``, ``breaker_state``,
-        ``breaker_opened_total``, and the runner's ``cpu_throttled`` (bool)."""
+        ``breaker_opened_total``, ``breaker_cut_off_at``, and the runner's ``cpu_throttled``
+        (bool)."""
         out: dict[str, LaneStats] = {}
         for name, lane in self._lanes.items():
             with lane.lock:
                 queue_depth, workers = lane.waiting, lane.live
                 abandoned_running, abandoned_total = lane.zombies, lane.abandoned_total
+                cut_off = lane.cut_off
             out[name] = LaneStats(
                 queue_depth=queue_depth,
                 workers=workers,
@@ -645,6 +753,7 @@ class ShadowRunner:
                 abandoned_total=abandoned_total,
                 breaker_state=lane.breaker.state,
                 breaker_opened_total=lane.breaker.opened_total,
+                breaker_cut_off_at=cut_off[0] if cut_off is not None else None,
                 cpu_throttled=self.cpu_throttled,
             )
         return out
@@ -726,6 +835,13 @@ class ShadowRunner:
             ticket = lane.take(self._clock, self._held, self.tick_s)
             if ticket is None:
                 return
+            if not ticket.job.probe:  # admitted when queued: the breaker may have opened since
+                admitted = lane.breaker.admit()
+                if admitted is None:  # never called: counted as skipped breaker_open
+                    lane.drop(ticket)
+                    self._count_dropped(lane, 1)
+                    continue
+                ticket.job.probe = admitted == "probe"
             started_cpu = time.thread_time()  # the call and the agreement maths
             outcome = self._call(lane, ticket)
             finished = lane.finish(ticket)
@@ -753,11 +869,27 @@ class ShadowRunner:
 
     def _record(self, lane: _Lane, ticket: _Ticket, outcome: Outcome, now: float) -> None:
         ranking, error = outcome
-        if error is None:
-            lane.breaker.record_success()
-        else:
-            lane.breaker.record_failure()
         job, event = ticket.job, ticket.job.event
+        if error is None:
+            before = lane.breaker.state
+            lane.breaker.record_success()
+            if before == "half_open" and lane.breaker.state == "closed":  # it recovered
+                wall = datetime.now(UTC).isoformat(timespec="seconds")
+                with lane.lock:
+                    lane.recovered = (wall, event.event_id, event.timestamp.isoformat())
+        else:
+            opened = lane.breaker.opened_total
+            lane.breaker.record_failure()
+            with lane.lock:
+                lane.errors_seen[error] = lane.errors_seen.get(error, 0) + 1
+            if lane.breaker.opened_total > opened:  # it opened on this failure: the backlog
+                wall = datetime.now(UTC).isoformat(timespec="seconds")
+                with lane.lock:  # queued for it is dropped, never called
+                    lane.recovered = None
+                    if lane.cut_off is None:
+                        lane.cut_off = (wall, event.event_id, event.timestamp.isoformat())
+                        lane.errors_before = dict(lane.errors_seen)
+                self._count_dropped(lane, lane.purge())
         production = production_ranking(event)
         agreement = None
         if error is None and production:

@@ -577,6 +577,47 @@ class ShadowStage:
             lost += n
         return lost
 
+    def cut_off_notices(self) -> list[str]:
+        """One line per candidate whose circuit breaker has opened: when it was first cut
+        off (the event whose failed call opened it; in the live service also the wall time),
+        how many of its offered events were not compared because of it (skip
+        ``breaker_open``: refused at the offer or dropped from its queue, never called), the
+        errors recorded until that first opening (a copy: later probes' errors are not in
+        it) and the breaker's state now (open, half-open, or closed again since the event
+        whose successful call closed it: recovered), with how many times it opened. A
+        replay's line says that these counts depend on the calls' timing."""
+        lines = []
+        for name, cut in self.runner.cut_offs().items():
+            aggregate = self._candidates.get(name)
+            if aggregate is None:
+                continue
+            offers = dict(aggregate.offers)  # a copy made in C (the status page reads this
+            # without the pipeline's lock: no iteration a batch could interleave)
+            errors = ", ".join(f"{r} {n}" for r, n in sorted(cut.errors_before.items()))
+            if cut.recovered is not None:
+                state = f"closed again since {self._when(cut.recovered)}, recovered"
+            else:
+                state = "open" if cut.state == "open" else "half-open (probing)"
+            times = "once" if cut.opened_total == 1 else f"{cut.opened_total} times"
+            line = (f"shadow candidate {name!r} was cut off by its circuit breaker "
+                    f"at {self._when(cut.first)}: {offers.get('breaker_open', 0)} of its "
+                    f"{sum(offers.values())} offered events were not compared (skipped "
+                    f"breaker_open, never called; errors before: {errors or 'none'}); "
+                    f"breaker now {state}, opened {times}")  # fmt: skip
+            if self.synchronous:
+                line += (
+                    "; which events were called before it opened depends on the calls' "
+                    "timing (shadow.candidates[].failure_threshold, max_concurrency, "
+                    "cooldown_s in wall seconds)"
+                )
+            lines.append(line)
+        return lines
+
+    def _when(self, mark: tuple[str, str, str]) -> str:
+        """``event <id> (<event time>)``, with the wall time in the live service."""
+        wall, event_id, stamp = mark
+        return f"event {event_id} ({stamp})" + ("" if self.synchronous else f", {wall}")
+
     def pending_observations(self) -> dict[str, Any]:
         """Return and clear what happened since the last call, for the telemetry layer.
 

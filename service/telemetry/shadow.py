@@ -28,8 +28,9 @@ SHADOW_OUTCOMES: tuple[str, ...] = (
     "breaker_open", "rate_limited", "queue_full",
 )  # fmt: skip
 SHADOW_ERRORS: tuple[str, ...] = ("timeout", "http_error", "bad_response", "exception")
-#: Why a queued event was displaced from a candidate's full queue (it never runs).
-SHADOW_DISPLACED: tuple[str, ...] = ("cpu_budget", "queue_full")
+#: Why a queued event was taken out of a candidate's queue (it never runs): displaced from a
+#: full queue (``cpu_budget``, ``queue_full``) or dropped when its breaker opened.
+SHADOW_DISPLACED: tuple[str, ...] = ("cpu_budget", "queue_full", "breaker_open")
 BREAKER_STATES: tuple[str, ...] = ("closed", "open", "half_open")
 #: Agreement buckets. Kendall's tau reaches -1, but a negative bucket would make
 #: client_python drop ``_sum`` (OpenMetrics), and the mean needs it: tau <= 0 all land in
@@ -274,10 +275,11 @@ def build_shadow_metrics(
     metrics = ShadowMetrics(
         offers=counter("shadow_offers", "Live events offered to a shadow candidate, by "
                        "outcome (queued or why it was skipped).", ["retriever", "outcome"]),
-        displaced=counter("shadow_displaced", "Queued shadow offers displaced from a full "
-                          "queue by a later event of lower sampling draw (they never run; "
-                          "in flight = queued - displaced - completed - errors), by the "
-                          "reason the queue was full.", ["retriever", "reason"]),
+        displaced=counter("shadow_displaced", "Queued shadow offers that never run: "
+                          "displaced from a full queue by a later event of lower sampling "
+                          "draw (reason: why the queue was full) or dropped when the "
+                          "candidate's breaker opened (breaker_open); in flight = queued - "
+                          "displaced - completed - errors.", ["retriever", "reason"]),
         errors=counter("shadow_errors", "Failed shadow calls, by reason.",
                        ["retriever", "reason"]),
         request_duration=Histogram(

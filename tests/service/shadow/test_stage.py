@@ -160,8 +160,10 @@ def test_errors_and_skips_are_counted() -> None:
 def test_skips_of_an_open_breaker_are_counted() -> None:
     """A breaker that opens at the first failure and stays open (a day's cool-down): once a
     failure has come back, every sampled event of the next batch is a ``breaker_open`` skip,
-    whenever the first batch's failures arrived (those of its events offered after the first
-    one are ``breaker_open`` too, or queued and failed: either way counted once)."""
+    whenever the first batch's failures arrived. Of the first batch's sampled events only
+    those called before it opened fail (at most N + c - 1 = 1 + 2 - 1 = 2: two workers); the
+    others are ``breaker_open`` too, refused at the offer or dropped from the queue uncalled
+    (trial 43 M3: the queued backlog used to be called through)."""
     config = ShadowConfig(
         max_cpu_share=None,
         candidates=(
@@ -170,18 +172,27 @@ def test_skips_of_an_open_breaker_are_counted() -> None:
             ),
         ),
     )
-    stage = ShadowStage(ShadowRunner(config, {"bad": Switch()}))
+    switch = Switch()
+    stage = ShadowStage(ShadowRunner(config, {"bad": switch}))
     stage.process(Batch.of([make_event(i) for i in range(200)], source="test"))
-    queued = stage.report()["candidates"]["bad"]["queued"]
-    settle(stage, queued)  # the breaker learns of failures only as results come back
+
+    def drained() -> bool:
+        stage.collect()
+        return stage.report()["candidates"]["bad"]["in_flight"] == 0
+
+    assert wait_for(drained)  # the breaker learns of failures only as results come back
     before = stage.report()["candidates"]["bad"]
-    assert queued >= 1 and before["runner"]["breaker_state"] == "open"
+    assert before["runner"]["breaker_state"] == "open"
+    failed = before["errors"]["http_error"]
+    assert 1 <= failed <= 2 and before["queued"] == failed and switch.calls == failed
+    sampled = 200 - before["skipped"]["not_sampled"]
+    assert before["skipped"]["breaker_open"] == sampled - failed
     stage.process(Batch.of([make_event(i) for i in range(200, 300)], source="test"))
     report = stage.report()["candidates"]["bad"]
     stage.runner.close()
-    assert report["queued"] == queued and report["errors"] == {"http_error": queued}
+    assert report["queued"] == failed and report["errors"] == {"http_error": failed}
     assert report["offered"] == 300 and report["completed"] == 0 and _adds_up(report)
-    newly = report["skipped"]["breaker_open"] - before["skipped"].get("breaker_open", 0)
+    newly = report["skipped"]["breaker_open"] - before["skipped"]["breaker_open"]
     assert 30 < newly < 70  # every sampled event of the second batch (half, by event id)
     assert newly + report["skipped"]["not_sampled"] - before["skipped"]["not_sampled"] == 100
 
