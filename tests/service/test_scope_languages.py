@@ -1,0 +1,154 @@
+"""Out-of-scope verdicts by language and the gold set's language confound (session 44; trial
+43, M1: six languages answerable, every unanswerable gold row English, and the detector read
+English as out of scope). Figures worked by hand."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+from service.pipeline.totals import AnnotationTotals
+from service.refusals.languages import (
+    LANGUAGE_MIN_AUC,
+    ScopeLanguages,
+    build_languages,
+    confound_text,
+    language_rows,
+)
+
+
+def _batch(notes: list[dict[str, Any]]) -> Any:
+    return types.SimpleNamespace(events=[], annotations=notes)
+
+
+def test_a_score_that_tells_the_language_apart_is_a_confound() -> None:
+    # en: 4 answerable rows (scores 0.1-0.4) and 2 unanswerable; de and fr: 4 answerable each
+    # (0.6-0.95). Every other-language answerable row scores above every en one: AUC 1.0, and
+    # every bootstrap replicate too, so the interval is [1, 1] >= 0.75. Threshold 0.35: en
+    # rows 0.1, 0.2, 0.3 out of scope held out (3 of 4), 0 of 8 in the others.
+    langs = ["en"] * 6 + ["de"] * 4 + ["fr"] * 4
+    ans = np.array([True] * 4 + [False] * 2 + [True] * 8)
+    scores = np.array([0.1, 0.2, 0.3, 0.4, 0.05, 0.05, 0.6, 0.7, 0.8, 0.9, 0.65, 0.75, 0.85,
+                       0.95])  # fmt: skip
+    out = build_languages(langs, ans, scores >= 0.35, scores)
+    c = out.confound
+    assert c is not None
+    assert (c["languages"], c["others"]) == (["en"], ["de", "fr"])
+    assert (c["in_out"], c["in_n"], c["rest_out"], c["rest_n"]) == (3, 4, 0, 8)
+    assert (c["auc"], c["low"], c["high"]) == (1.0, 1.0, 1.0)
+    assert c["present"] is True
+    assert out.confounded == frozenset({"en"})
+    text = confound_text(out)
+    assert text is not None and text.startswith(
+        "out-of-scope LANGUAGE CONFOUND: the unanswerable gold rows are in 1 of 3 languages (en)"
+    )
+    assert "judged 3 of 4 (75.0%) answerable en rows out of scope against 0 of 8 (0.0%)" in text
+    assert text.endswith("add unanswerable gold rows in de, fr")
+
+
+def test_a_score_that_does_not_tell_the_language_apart_is_no_confound() -> None:
+    # en answerable 0.2, 0.5; de 0.4, 0.9: pairs (de above en) 0.4>0.2, 0.9>0.2, 0.9>0.5 and
+    # 0.4<0.5: AUC 3/4 = 0.75; a bootstrap interval over 2 rows a side reaches 0.5 or below
+    langs = ["en", "en", "en", "de", "de"]
+    ans = np.array([True, True, False, True, True])
+    scores = np.array([0.2, 0.5, 0.0, 0.4, 0.9])
+    out = build_languages(langs, ans, scores >= 0.3, scores)
+    c = out.confound
+    assert c is not None and c["auc"] == pytest.approx(0.75)
+    assert c["low"] < LANGUAGE_MIN_AUC and c["present"] is False
+    assert out.confounded == frozenset()
+    text = confound_text(out)
+    assert text is not None and text.startswith("out-of-scope language coverage:")
+    assert "does not tell en from the others" in text
+
+
+def test_unanswerable_rows_in_every_answerable_language_need_no_check() -> None:
+    # the demo's shape: unanswerable rows in each language served
+    langs = ["en", "en", "hi", "hi"]
+    ans = np.array([True, False, True, False])
+    out = build_languages(langs, ans, ans, ans.astype(float))
+    assert out.confound is None and confound_text(out) is None
+    assert out.unanswerable == {"en": 1, "hi": 1}
+
+
+def test_language_rows_give_the_share_its_interval_and_the_confounded_ones() -> None:
+    # en 60 of 100: Wilson 95 % [0.5020, 0.6906]; against de's 10 of 100 the rise is
+    # 0.5 - sqrt((0.6 - 0.5020)² + (0.1744 - 0.1)²) = 0.3770 (families' worked example)
+    langs = ScopeLanguages(("de", "en"), {"de": 8, "en": 8}, {"de": 8, "en": 6},
+                           {"de": 0, "en": 10},
+                           {"languages": ["en"], "present": True})  # fmt: skip
+    rows = language_rows({"scored": {"en": 100, "de": 100}, "out_of_scope": {"en": 60, "de": 10},
+                          "under_refusals": {"en": 30, "de": 2},
+                          "harvest_out_of_scope": {"en": 25, "de": 2}}, langs)  # fmt: skip
+    by = {row["language"]: row for row in rows}
+    assert by["en"]["low"] == pytest.approx(0.5020, abs=5e-5)
+    assert by["en"]["high"] == pytest.approx(0.6906, abs=5e-5)
+    assert by["en"]["rise"] == pytest.approx(0.3770, abs=5e-5)
+    assert (by["en"]["confounded"], by["de"]["confounded"]) == (True, False)
+    assert (by["en"]["unanswerable_gold"], by["de"]["answerable_gold"]) == (10, 8)
+
+
+def test_totals_count_verdicts_by_language_key_and_survive_a_restart() -> None:
+    totals = AnnotationTotals()
+    totals.process(_batch([
+        {"language": "en-US", "out_of_scope": True, "under_refusal": True},  # harvested, en
+        {"language": "en", "out_of_scope": True, "under_refusal": True,
+         "scope_unstable": True},  # unstable: not suggested
+        {"language": "de", "out_of_scope": False, "under_refusal": False},
+        {"out_of_scope": True},  # no language: und
+        {"language": "de", "out_of_scope": None},  # no verdict: not counted
+    ]))  # fmt: skip
+    expected = {"scored": {"en": 2, "de": 1, "und": 1}, "out_of_scope": {"en": 2, "und": 1},
+                "under_refusals": {"en": 2}, "harvest_out_of_scope": {"en": 1}}  # fmt: skip
+    got = {k: {x: n for x, n in v.items() if n} for k, v in totals.by_scope_language.items()}
+    assert got == expected
+    restored = AnnotationTotals()
+    restored.restore(totals.state_snapshot())
+    assert restored.by_scope_language["scored"] == totals.by_scope_language["scored"]
+    assert restored.scope_language_from_scored == 0
+    old = AnnotationTotals()
+    old.restore({"flags": {"scope_scored": 7}})  # kept before session 44: counting begins at 7
+    assert old.scope_language_from_scored == 7
+
+
+def test_the_report_block_counts_under_refusals_and_harvest_in_the_confounded_language(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from service.refusals.languages import scope_language_lines
+    from service.runtime import analytics as analytics_module
+    from service.runtime import reports
+
+    langs = ScopeLanguages(("de", "en"), {"de": 40, "en": 8}, {"de": 40, "en": 6},
+                           {"de": 0, "en": 10},
+                           {"languages": ["en"], "others": ["de"], "in_out": 2, "in_n": 8,
+                            "rest_out": 0, "rest_n": 40, "rise": 0.05, "auc": 0.978,
+                            "low": 0.931, "high": 1.0, "present": True})  # fmt: skip
+    monkeypatch.setattr(analytics_module, "scope_languages_of", lambda analytics: langs)
+    totals = AnnotationTotals()
+    for kind, counts in {"scored": {"en": 1500, "de": 2494},
+                         "out_of_scope": {"en": 400, "de": 166},
+                         "under_refusals": {"en": 250, "de": 72},
+                         "harvest_out_of_scope": {"en": 230, "de": 60}}.items():  # fmt: skip
+        totals.by_scope_language[kind].update(counts)
+    totals.flags["scope_scored"] = 3994
+    analytics = types.SimpleNamespace(family_min_events=100)
+    block = reports.scope_languages_report(analytics, totals, {"answered_out_of_scope": 196})  # type: ignore[arg-type]
+    assert block is not None
+    assert block["confounded"] == ["en"]
+    assert block["under_refusals_text"] == (
+        "250 of them in en, the language of every unanswerable gold row (language confound)"
+    )
+    # 230 + 60 events behind the reason
+    assert block["harvest_text"].startswith(
+        "230 of the 290 events behind answered_out_of_scope (196 suggestions) are in en"
+    )
+    lines = scope_language_lines(block)
+    assert lines[0].startswith("  WARNING: out-of-scope LANGUAGE CONFOUND")
+    # de 166/2,494 = 6.66 %; en 400/1,500 = 26.67 %
+    assert lines[1].startswith("  out of scope by language: de 166/2,494 (6.7% [")
+    assert "en 400/1,500 (26.7% [" in lines[1] and lines[1].endswith("is in it)")
+    monkeypatch.setattr(analytics_module, "scope_languages_of", lambda analytics: None)
+    assert reports.scope_languages_report(analytics, totals) is None  # type: ignore[arg-type]
