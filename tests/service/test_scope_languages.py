@@ -152,3 +152,26 @@ def test_the_report_block_counts_under_refusals_and_harvest_in_the_confounded_la
     assert "en 400/1,500 (26.7% [" in lines[1] and lines[1].endswith("is in it)")
     monkeypatch.setattr(analytics_module, "scope_languages_of", lambda analytics: None)
     assert reports.scope_languages_report(analytics, totals) is None  # type: ignore[arg-type]
+
+
+def test_scope_languages_reads_the_fitted_detectors_rows_in_gold_order() -> None:
+    from service.refusals.stage import EmbeddingScopeStage
+    from service.runtime.analytics import scope_languages, scope_languages_of
+    from tests.service.test_scope_families import _detector
+
+    detector = _detector()  # 5 answerable rows (a0..a4), then 4 unanswerable (u0..u3)
+    # a0, a1 and every unanswerable row English; a2..a4 German ("de-DE" folds to "de")
+    langs = ["en", "en-GB", "de-DE", "de", "de", "en", "en", "en", "en"]
+    out = scope_languages(detector, langs)
+    assert out is not None
+    assert out.answerable == {"de": 3, "en": 2} and out.unanswerable == {"de": 0, "en": 4}
+    # kept: the held-out probability at the threshold, as the detector's own rates count
+    kept = np.asarray(detector.cv_scores) >= detector.calibration.threshold
+    assert out.kept == {"en": int(kept[:2].sum()), "de": int(kept[2:5].sum())}
+    c = out.confound
+    assert c is not None and (c["languages"], c["others"]) == (["en"], ["de"])
+    assert (c["in_n"], c["rest_n"]) == (2, 3)
+    assert scope_languages(detector, langs[:-1]) is None  # not the detector's rows
+    stage = EmbeddingScopeStage(detector)
+    stage.languages = out
+    assert scope_languages_of(types.SimpleNamespace(stages=[stage])) is out  # type: ignore[arg-type]
