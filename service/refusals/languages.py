@@ -250,15 +250,13 @@ def under_refusal_language_text(rows: Sequence[Mapping[str, Any]]) -> str | None
 
     >>> under_refusal_language_text([{"language": "en", "confounded": True,
     ...     "under_refusals": 290}, {"language": "de", "confounded": False, "under_refusals": 9}])
-    '290 of them in en, the language of every unanswerable gold row (language confound)'
+    '290 of them in en, where every unanswerable gold row lies (language confound)'
     """
     found = _confounded_count(rows, "under_refusals")
     if found is None:
         return None
     n, names = found
-    return (
-        f"{n:,} of them in {names}, the language of every unanswerable gold row (language confound)"
-    )
+    return f"{n:,} of them in {names}, where every unanswerable gold row lies (language confound)"
 
 
 def harvest_language_text(
@@ -270,16 +268,16 @@ def harvest_language_text(
 
     >>> print(harvest_language_text([{"language": "en", "confounded": True,
     ...     "harvest_out_of_scope": 250}], 280, 196))  # doctest: +NORMALIZE_WHITESPACE
-    250 of the 280 events behind answered_out_of_scope (196 suggestions) are in en, the
-    language of every unanswerable gold row (language confound; kept: a labeller decides)
+    250 of the 280 events behind answered_out_of_scope (196 suggestions) are in en: the
+    language confound (every unanswerable gold row lies there; kept: a labeller decides)
     """
     found = _confounded_count(rows, "harvest_out_of_scope")
     if found is None:
         return None
     n, names = found
     return (f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
-            f"suggestions) are in {names}, the language of every unanswerable gold row "
-            "(language confound; kept: a labeller decides)")  # fmt: skip
+            f"suggestions) are in {names}: the language confound (every unanswerable gold "
+            "row lies there; kept: a labeller decides)")  # fmt: skip
 
 
 def language_cell(row: Mapping[str, Any]) -> str:
@@ -288,9 +286,9 @@ def language_cell(row: Mapping[str, Any]) -> str:
 
     >>> language_cell({"language": "en", "scored": 1500, "out_of_scope": 1200, "share": 0.8,
     ...                "low": 0.7788, "high": 0.8196, "confounded": True})
-    'en 1,200/1,500 (80.0% [77.9, 82.0]; CONFOUNDED: every unanswerable gold row is in it)'
+    'en 1,200/1,500 (80.0% [77.9, 82.0]; CONFOUNDED: unanswerable gold rows only here)'
     """
-    note = "; CONFOUNDED: every unanswerable gold row is in it" if row.get("confounded") else ""
+    note = "; CONFOUNDED: unanswerable gold rows only here" if row.get("confounded") else ""
     return (f"{row['language']} {row['out_of_scope']:,}/{row['scored']:,} ({row['share']:.1%} "
             f"[{100 * row['low']:.1f}, {100 * row['high']:.1f}]{note})")  # fmt: skip
 

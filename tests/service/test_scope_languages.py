@@ -139,7 +139,7 @@ def test_the_report_block_counts_under_refusals_and_harvest_in_the_confounded_la
     assert block is not None
     assert block["confounded"] == ["en"]
     assert block["under_refusals_text"] == (
-        "250 of them in en, the language of every unanswerable gold row (language confound)"
+        "250 of them in en, where every unanswerable gold row lies (language confound)"
     )
     # 230 + 60 events behind the reason
     assert block["harvest_text"].startswith(
@@ -149,7 +149,7 @@ def test_the_report_block_counts_under_refusals_and_harvest_in_the_confounded_la
     assert lines[0].startswith("  WARNING: out-of-scope LANGUAGE CONFOUND")
     # de 166/2,494 = 6.66 %; en 400/1,500 = 26.67 %
     assert lines[1].startswith("  out of scope by language: de 166/2,494 (6.7% [")
-    assert "en 400/1,500 (26.7% [" in lines[1] and lines[1].endswith("is in it)")
+    assert "en 400/1,500 (26.7% [" in lines[1] and lines[1].endswith("only here)")
     monkeypatch.setattr(analytics_module, "scope_languages_of", lambda analytics: None)
     assert reports.scope_languages_report(analytics, totals) is None  # type: ignore[arg-type]
 
