@@ -71,11 +71,12 @@ Counting rules (one per event, from the annotations the analytics stages left):
   Totals kept before session 43 start them empty, and ``family_from_scored`` keeps the
   ``scope_scored`` total at which they began (the reports say what they cover).
 * ``by_scope_language`` (kept by :class:`AnnotationTotals` only): the same four counts as
-  ``by_family`` per language key of the event's label (``language``, ``und`` without one,
-  folded by :func:`~service.language.tags.language_key`, as the gold rows' languages are:
-  :mod:`service.refusals.languages`), over every event given an out-of-scope verdict;
-  totals kept before session 44 start them empty, and ``scope_language_from_scored`` keeps
-  the ``scope_scored`` total at which they began.
+  ``by_family`` per language key the gold-row rule judges the event in
+  (:func:`~service.language.gold.judged_language`: ``language_excluded`` first, else
+  ``language``; ``und`` without one), folded by :func:`~service.language.tags.language_key`
+  as the gold rows' languages are (:mod:`service.refusals.languages`), over every event
+  given an out-of-scope verdict; totals kept before session 44 start them empty, and
+  ``scope_language_from_scored`` keeps the ``scope_scored`` total at which they began.
 * ``missed_refusals`` (kept by :class:`AnnotationTotals` only): how often each wording of a
   flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
   :class:`~service.refusals.stage.RefusalStage`), at most
@@ -325,7 +326,8 @@ class AnnotationTotals:
                                     self.by_scope_language["harvest_out_of_scope"])  # fmt: skip
         for notes in batch.annotations:
             if (scope_out := notes.get("out_of_scope")) is not None:
-                key = language_key(str(notes.get("language") or "und"))
+                # the language the gold-row rule judges it in, as by_language
+                key = language_key(str(judged_language(notes) or "und"))
                 lang_scored[key] += 1
                 lang_out[key] += scope_out is True
                 if notes.get("under_refusal") is True:

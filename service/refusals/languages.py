@@ -41,14 +41,22 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from service.coverage import rise_lower_bound, wilson_bounds
+from service.refusals.families import since_text
 
 __all__ = [
+    "LANGUAGES_SHOWN",
     "LANGUAGE_MIN_AUC",
+    "LANGUAGE_MIN_ROWS",
     "ScopeLanguages",
     "build_languages",
     "confound_text",
+    "block_since",
     "harvest_language_text",
+    "language_cell",
     "language_rows",
+    "language_rows_html",
+    "scope_language_lines",
+    "shown_languages",
     "under_refusal_language_text",
 ]
 
@@ -56,6 +64,17 @@ __all__ = [
 #: languages' answerable rows above those of the unanswerable rows' languages that flags the
 #: confound. Trial 43: 0.978 (its lower end above this); the benchmark: 0.439.
 LANGUAGE_MIN_AUC = 0.75
+
+#: The answerable gold rows each side needs before the confound is measured (flagged or
+#: cleared): with 1 row the interval of the AUC is a point (1 row ranked below 40 others:
+#: [1.000, 1.000]); on a null simulation (no language effect, 10 unanswerable rows in the
+#: language, 40 answerable rows in another, 200 draws) 1 row flagged 17.5 % of draws, 2 rows
+#: 6.5 %, 3 rows 1.5 % (the interval's nominal 2.5 %). Trial 43 has 8.
+LANGUAGE_MIN_ROWS = 3
+
+#: The languages the text and HTML reports list besides the confounded ones (most scored
+#: first), as :data:`~service.refusals.families.FAMILIES_SHOWN`.
+LANGUAGES_SHOWN = 10
 
 
 class ScopeLanguages(NamedTuple):
@@ -72,7 +91,12 @@ class ScopeLanguages(NamedTuple):
             on the other answerable rows, "rise": Newcombe lower end of the rates' difference
             (``None`` when a side has no row), "auc", "low", "high": the held-out score's ROC
             AUC of the other rows above ``languages``' rows with its 95 % bootstrap interval
-            (NaN when a side has no row), "present": bool (the module's rule)}``.
+            (``None``: not measured, fewer than :data:`LANGUAGE_MIN_ROWS` answerable rows on
+            a side), "present": bool (flagged either way: ``direction``)}``.
+        direction: ``"languages"`` when the score ranks ``languages``' answerable rows below
+            the others' (interval's lower end at least the floor: it may read them as out of
+            scope), ``"others"`` when it ranks them above (upper end at most 1 − the floor:
+            it may read the other languages as out of scope), ``None`` when not flagged.
     """
 
     names: tuple[str, ...]
@@ -80,13 +104,15 @@ class ScopeLanguages(NamedTuple):
     kept: dict[str, int]
     unanswerable: dict[str, int]
     confound: dict[str, Any] | None
+    direction: str | None = None
 
     @property
     def confounded(self) -> frozenset[str]:
-        """The languages whose live verdicts are confounded (empty when none is)."""
-        if self.confound is None or not self.confound["present"]:
+        """The languages whose live verdicts are confounded (empty when none is): the
+        unanswerable rows' languages, or the others when the score ranks those below."""
+        if self.confound is None or self.direction is None:
             return frozenset()
-        return frozenset(self.confound["languages"])
+        return frozenset(self.confound[self.direction])
 
 
 def build_languages(
@@ -96,10 +122,13 @@ def build_languages(
     scores: np.ndarray,
     min_auc: float = LANGUAGE_MIN_AUC,
     n_boot: int = 1000,
+    min_rows: int = LANGUAGE_MIN_ROWS,
 ) -> ScopeLanguages:
     """The gold rows by language (``languages``: a key per row; ``answerable``, ``kept``
     (held out in scope): bool per row; ``scores``: the held-out probability in scope per row)
-    and the confound check (module docstring).
+    and the confound check (module docstring), two-sided: flagged when the AUC's interval lies
+    at or above ``min_auc`` or at or below ``1 - min_auc``, and only on at least ``min_rows``
+    answerable rows on each side.
 
     >>> langs = ["en"] * 6 + ["de"] * 4
     >>> ans = np.array([True] * 4 + [False] * 2 + [True] * 4)
@@ -110,6 +139,7 @@ def build_languages(
     >>> c = out.confound
     >>> c["languages"], c["others"], c["in_out"], c["in_n"], c["rest_out"], c["auc"]
     (['en'], ['de'], 2, 4, 0, 1.0)
+    >>> out.direction  # n_boot=0: no interval, so not flagged
     """
     from service.evaluation.detector_quality import measure_auc
 
@@ -122,48 +152,63 @@ def build_languages(
     unans = {name: int((~ans & (lang == name)).sum()) for name in names}
     u_langs = sorted(name for name in names if unans[name])
     a_langs = sorted(name for name in names if count[name])
-    confound = None
+    confound, direction = None, None
     if u_langs and len(set(u_langs) & set(a_langs)) < len(a_langs):
         inside = ans & np.isin(lang, u_langs)
         rest = ans & ~np.isin(lang, u_langs)
         in_n, rest_n = int(inside.sum()), int(rest.sum())
         in_out, rest_out = int((inside & ~held).sum()), int((rest & ~held).sum())
         rise = rise_lower_bound(in_out, in_n, rest_out, rest_n) if in_n and rest_n else None
-        auc = low = high = float("nan")
-        if in_n and rest_n:
+        auc: float | None = None
+        low: float | None = None
+        high: float | None = None
+        if in_n >= min_rows and rest_n >= min_rows:
             quality = measure_auc(np.asarray(scores)[rest], np.asarray(scores)[inside],
                                   n_boot=n_boot)  # fmt: skip
             auc, low, high = float(quality.auc), float(quality.low), float(quality.high)
+            if low >= min_auc:  # NaN (no interval): False
+                direction = "languages"
+            elif high <= 1 - min_auc:
+                direction = "others"
         confound = {
             "languages": u_langs, "others": [n for n in a_langs if n not in u_langs],
             "in_out": in_out, "in_n": in_n, "rest_out": rest_out, "rest_n": rest_n,
             "rise": rise, "auc": auc, "low": low, "high": high,
-            "present": bool(low >= min_auc),  # NaN (no interval): False
+            "present": direction is not None,
         }  # fmt: skip
-    return ScopeLanguages(names, count, kept_n, unans, confound)
+    return ScopeLanguages(names, count, kept_n, unans, confound, direction)
 
 
 def confound_text(languages: ScopeLanguages, min_auc: float = LANGUAGE_MIN_AUC) -> str | None:
     """What ``goldwatch config check`` and the reports say of the confound, or ``None`` when
     the unanswerable rows cover every answerable language.
 
+    >>> c = {"languages": ["en"], "others": ["ar"], "in_out": 2, "in_n": 8, "rest_out": 0,
+    ...      "rest_n": 40, "rise": 0.0511, "auc": 0.978, "low": 0.93, "high": 1.0,
+    ...      "present": True}
     >>> langs = ScopeLanguages(("ar", "en"), {"ar": 40, "en": 8}, {"ar": 40, "en": 6},
-    ...     {"ar": 0, "en": 10}, {"languages": ["en"], "others": ["ar"], "in_out": 2,
-    ...     "in_n": 8, "rest_out": 0, "rest_n": 40, "rise": 0.0511, "auc": 0.978,
-    ...     "low": 0.93, "high": 1.0, "present": True})
+    ...     {"ar": 0, "en": 10}, c, "languages")
     >>> print(confound_text(langs))  # doctest: +NORMALIZE_WHITESPACE
     out-of-scope LANGUAGE CONFOUND: the unanswerable gold rows are in 1 of 2 languages (en);
     held out, the detector judged 2 of 8 (25.0%) answerable en rows out of scope against 0 of
-    40 (0.0%) in the others, and its score tells en from the others among answerable rows
+    40 (0.0%) in the others, and its score ranks en below the others among answerable rows
     (ROC AUC 0.978 [0.930, 1.000], at least 0.75 flags): it may read en as out of scope;
-    the reports count its verdicts, under-refusals and harvest suggestions in en apart; add
-    unanswerable gold rows in ar
+    the reports count its verdicts, under-refusals and the events behind harvest suggestions
+    in en apart; add unanswerable gold rows in ar
+    >>> print(confound_text(langs._replace(confound={**c, "in_n": 2, "auc": None, "low": None,
+    ...     "high": None, "present": False}, direction=None)))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    out-of-scope language coverage: the unanswerable gold rows are in 1 of 2 languages (en);
+    held out, the detector judged 2 of 2 (100.0%) answerable en rows out of scope against 0 of
+    40 (0.0%) in the others (not measured: 2 answerable en rows and 40 in the others, 3
+    needed on each side); add unanswerable gold rows in ar to be sure
     """
     c = languages.confound
     if c is None:
         return None
     answerable = [name for name in languages.names if languages.answerable[name]]
     which = ", ".join(c["languages"])
+    others = ", ".join(c["others"])
     head = (f"the unanswerable gold rows are in {len(c['languages'])} of {len(answerable)} "
             f"languages ({which})")  # fmt: skip
     rates = ""
@@ -172,19 +217,29 @@ def confound_text(languages: ScopeLanguages, min_auc: float = LANGUAGE_MIN_AUC) 
                  f"({c['in_out'] / c['in_n']:.1%}) answerable {which} rows out of scope against "
                  f"{c['rest_out']} of {c['rest_n']} ({c['rest_out'] / c['rest_n']:.1%}) in the "
                  "others")  # fmt: skip
-    if np.isnan(c["auc"]):
-        return f"out-of-scope language coverage: {head}{rates} (not measured: no answerable row)"
+    fix = f"add unanswerable gold rows in {others}"
+    if c["auc"] is None:
+        return (f"out-of-scope language coverage: {head}{rates} (not measured: {c['in_n']} "
+                f"answerable {which} rows and {c['rest_n']} in the others, {LANGUAGE_MIN_ROWS} "
+                f"needed on each side); {fix} to be sure")  # fmt: skip
     sep = (f"ROC AUC {c['auc']:.3f} [{c['low']:.3f}, {c['high']:.3f}], at least {min_auc:g} "
            "flags")  # fmt: skip
-    fix = f"add unanswerable gold rows in {', '.join(c['others'])}"
-    if c["present"]:
-        return (f"out-of-scope LANGUAGE CONFOUND: {head}{rates}, and its score tells {which} "
-                f"from the others among answerable rows ({sep}): it may read {which} as out of "
-                f"scope; the reports count its verdicts, under-refusals and harvest "
-                f"suggestions in {which} apart; {fix}")  # fmt: skip
-    return (f"out-of-scope language coverage: {head}{rates}; its score does not tell {which} "
-            f"from the others among answerable rows ({sep}): no confound measured; {fix} to "
-            "be sure")  # fmt: skip
+    apart = "the reports count its verdicts, under-refusals and the events behind harvest "
+    if languages.direction == "languages":
+        return (f"out-of-scope LANGUAGE CONFOUND: {head}{rates}, and its score ranks {which} "
+                f"below the others among answerable rows ({sep}): it may read {which} as out "
+                f"of scope; {apart}suggestions in {which} apart; {fix}")  # fmt: skip
+    if languages.direction == "others":
+        sep = (f"ROC AUC {c['auc']:.3f} [{c['low']:.3f}, {c['high']:.3f}], at most "
+               f"{1 - min_auc:g} flags")  # fmt: skip
+        return (f"out-of-scope LANGUAGE CONFOUND: {head}{rates}, and its score ranks the "
+                f"others ({others}) below {which} among answerable rows ({sep}): it may read "
+                f"{others} as out of scope; {apart}suggestions in {others} apart; "
+                f"{fix}")  # fmt: skip
+    return (f"out-of-scope language coverage: {head}{rates}; its score does not rank {which} "
+            f"below the others among answerable rows (ROC AUC {c['auc']:.3f} [{c['low']:.3f}, "
+            f"{c['high']:.3f}]; lower end < {min_auc:g}) nor above them (upper end > "
+            f"{1 - min_auc:g}): no confound measured; {fix} to be sure")  # fmt: skip
 
 
 def language_rows(
@@ -244,59 +299,116 @@ def _confounded_count(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[int,
     return sum(int(row[key]) for row in flagged), ", ".join(str(r["language"]) for r in flagged)
 
 
-def under_refusal_language_text(rows: Sequence[Mapping[str, Any]]) -> str | None:
+def _gold_where(gold_languages: Sequence[str]) -> str:
+    """``"every unanswerable gold row is in en"``: a fact whichever side the confound flags
+    and whichever confounded languages hold events."""
+    return f"every unanswerable gold row is in {', '.join(gold_languages)}"
+
+
+def _with_since(text: str, since: str | None) -> str:
+    return f"{text} ({since})" if since else text
+
+
+def under_refusal_language_text(
+    rows: Sequence[Mapping[str, Any]], gold_languages: Sequence[str], since: str | None = None
+) -> str | None:
     """How many under-refusals fall in the confounded languages (:func:`language_rows`), or
-    ``None``.
+    ``None``. ``gold_languages``: the unanswerable rows' languages (``confound["languages"]``);
+    ``since``: :func:`~service.refusals.families.since_text`, said with the number.
 
     >>> under_refusal_language_text([{"language": "en", "confounded": True,
-    ...     "under_refusals": 290}, {"language": "de", "confounded": False, "under_refusals": 9}])
-    '290 of them in en, where every unanswerable gold row lies (language confound)'
+    ...     "under_refusals": 290}, {"language": "fr", "confounded": True, "under_refusals": 0},
+    ...     {"language": "de", "confounded": False, "under_refusals": 9}], ["en", "fr"])
+    '290 of them in en (language confound: every unanswerable gold row is in en, fr)'
     """
     found = _confounded_count(rows, "under_refusals")
     if found is None:
         return None
     n, names = found
-    return f"{n:,} of them in {names}, where every unanswerable gold row lies (language confound)"
+    return _with_since(
+        f"{n:,} of them in {names} (language confound: {_gold_where(gold_languages)})", since
+    )
 
 
 def harvest_language_text(
-    rows: Sequence[Mapping[str, Any]], events: int, suggestions: int
+    rows: Sequence[Mapping[str, Any]],
+    events: int,
+    suggestions: int,
+    gold_languages: Sequence[str],
+    since: str | None = None,
 ) -> str | None:
     """The events behind ``answered_out_of_scope`` suggestions in the confounded languages,
     or ``None`` (kept: a labeller decides). ``events``: the events behind that reason;
-    ``suggestions``: the suggestions held with it.
+    ``suggestions``: the suggestions held with it; ``gold_languages``, ``since``: as
+    :func:`under_refusal_language_text`.
 
     >>> print(harvest_language_text([{"language": "en", "confounded": True,
-    ...     "harvest_out_of_scope": 250}], 280, 196))  # doctest: +NORMALIZE_WHITESPACE
+    ...     "harvest_out_of_scope": 250}], 280, 196, ["en"]))  # doctest: +NORMALIZE_WHITESPACE
     250 of the 280 events behind answered_out_of_scope (196 suggestions) are in en: the
-    language confound (every unanswerable gold row lies there; kept: a labeller decides)
+    language confound (every unanswerable gold row is in en; kept: a labeller decides)
     """
     found = _confounded_count(rows, "harvest_out_of_scope")
     if found is None:
         return None
     n, names = found
-    return (f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
-            f"suggestions) are in {names}: the language confound (every unanswerable gold "
-            "row lies there; kept: a labeller decides)")  # fmt: skip
+    return _with_since(
+        f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
+        f"suggestions) are in {names}: the language confound ({_gold_where(gold_languages)}; "
+        "kept: a labeller decides)",
+        since,
+    )
 
 
 def language_cell(row: Mapping[str, Any]) -> str:
     """One language's verdicts for the reports: ``"en 1,200/1,500 (80.0% [77.9, 82.0]);
-    confounded"``.
+    confounded"``; a confounded language with unanswerable gold rows is one of theirs, one
+    without is one the score ranks below them.
 
     >>> language_cell({"language": "en", "scored": 1500, "out_of_scope": 1200, "share": 0.8,
-    ...                "low": 0.7788, "high": 0.8196, "confounded": True})
+    ...                "low": 0.7788, "high": 0.8196, "confounded": True,
+    ...                "unanswerable_gold": 10})
     'en 1,200/1,500 (80.0% [77.9, 82.0]; CONFOUNDED: unanswerable gold rows only here)'
     """
-    note = "; CONFOUNDED: unanswerable gold rows only here" if row.get("confounded") else ""
+    note = ""
+    if row.get("confounded"):
+        note = ("; CONFOUNDED: unanswerable gold rows only here" if row.get("unanswerable_gold")
+                else "; CONFOUNDED: no unanswerable gold row here")  # fmt: skip
     return (f"{row['language']} {row['out_of_scope']:,}/{row['scored']:,} ({row['share']:.1%} "
             f"[{100 * row['low']:.1f}, {100 * row['high']:.1f}]{note})")  # fmt: skip
 
 
+def shown_languages(
+    rows: Sequence[Mapping[str, Any]], top: int = LANGUAGES_SHOWN
+) -> tuple[list[Mapping[str, Any]], int]:
+    """The language rows a report lists (most scored first): the ``top`` largest and every
+    confounded one, in their order, and how many are left out.
+
+    >>> rows = [{"language": str(i), "confounded": i == 3} for i in range(5)]
+    >>> [r["language"] for r in shown_languages(rows, 2)[0]], shown_languages(rows, 2)[1]
+    (['0', '1', '3'], 2)
+    """
+    shown = [row for i, row in enumerate(rows) if i < top or row.get("confounded")]
+    return shown, len(rows) - len(shown)
+
+
+def block_since(block: Mapping[str, Any]) -> str | None:
+    """What the block's language counts cover (:func:`~service.refusals.families.since_text`
+    of its ``from_scored`` and ``scored``), or ``None`` when they cover every verdict.
+
+    >>> print(block_since({"from_scored": 4000, "scored": 4005}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    counted over the last 5 of 4,005 verdicts (language counts began after a restore of a
+    state kept without them)
+    """
+    return since_text(int(block.get("from_scored") or 0), int(block.get("scored") or 0),
+                      "language")  # fmt: skip
+
+
 def scope_language_lines(block: Mapping[str, Any]) -> list[str]:
     """The out-of-scope block's language lines (``out_of_scope.verdicts_by_language``): the
-    confound (when the unanswerable rows cover fewer languages), then the verdicts per
-    language with the Wilson 95 % interval of each share.
+    confound (when the unanswerable rows cover fewer languages), then the verdicts of the
+    :data:`LANGUAGES_SHOWN` most scored and the confounded languages with the Wilson 95 %
+    interval of each share (``and N more``), and what the counts cover.
 
     >>> for line in scope_language_lines({"text": None, "rows": [{"language": "de", "scored": 10,
     ...         "out_of_scope": 1, "share": 0.1, "low": 0.0179, "high": 0.4042}]}):
@@ -307,16 +419,20 @@ def scope_language_lines(block: Mapping[str, Any]) -> list[str]:
     if block.get("text"):
         flagged = "CONFOUND" in str(block["text"])
         lines.append(f"  {'WARNING: ' if flagged else ''}{block['text']}")
-    cells = [language_cell(row) for row in block.get("rows") or []]
+    shown, more = shown_languages(block.get("rows") or [])
+    cells = [language_cell(row) for row in shown]
     if cells:
-        lines.append(f"  out of scope by language: {', '.join(cells)}")
+        since = f"; {said}" if (said := block_since(block)) else ""
+        lines.append(f"  out of scope by language: {', '.join(cells)}"
+                     + (f" and {more} more" if more else "") + since)  # fmt: skip
     return lines
 
 
 def language_rows_html(block: Mapping[str, Any] | None, mark: str = "") -> list[list[Any]]:
     """The status page's out-of-scope table rows of ``out_of_scope.verdicts_by_language``:
     the confound (when measured), the under-refusals and harvest events in the confounded
-    languages, then one row per language (:func:`language_cell`); ``[]`` without it.
+    languages, then one row per shown language (:func:`language_cell`,
+    :func:`shown_languages`) and what the counts cover; ``[]`` without it.
 
     >>> for row in language_rows_html({"text": "W", "rows": [{"language": "de", "scored": 10,
     ...         "out_of_scope": 1, "share": 0.1, "low": 0.0179, "high": 0.4042}]}):
@@ -337,8 +453,14 @@ def language_rows_html(block: Mapping[str, Any] | None, mark: str = "") -> list[
     ):
         if block.get(key):
             rows.append([label, block[key]])
-    for row in block.get("rows") or []:
+    shown, more = shown_languages(block.get("rows") or [])
+    for row in shown:
         cell = language_cell(row)
         rows.append([f"out of scope, language {row['language']}{mark}",
                      cell.removeprefix(f"{row['language']} ")])  # fmt: skip
+    if more:
+        rows.append(["out of scope, other languages",
+                     f"{more} more (JSON out_of_scope.verdicts_by_language)"])  # fmt: skip
+    if (since := block_since(block)) is not None:
+        rows.append(["out-of-scope language counts", since])
     return rows

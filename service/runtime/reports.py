@@ -526,8 +526,10 @@ def scope_languages_report(
     [languages], "confound": the measurement (``ScopeLanguages.confound``) or None,
     "text": :func:`~service.refusals.languages.confound_text` or None,
     "under_refusals_text", "harvest_text": the under-refusals / answered_out_of_scope events
-    in the confounded languages, or None, "from_scored": the verdicts counted before
-    language counting began (0: none), "scored": every verdict}``; ``None`` when the running
+    in the confounded languages, or None (with what the counts cover when language counting
+    began after the first verdict: :func:`~service.refusals.families.since_text`),
+    "from_scored": the verdicts counted before language counting began (0: none), "scored":
+    every verdict}``; ``None`` when the running
     detector measured no languages (not the embedding detector)."""
     from service.refusals.languages import (
         confound_text,
@@ -541,20 +543,23 @@ def scope_languages_report(
     if languages is None:
         return None
     rows = language_rows(totals.by_scope_language, languages, analytics.family_min_events)
+    scored = int(totals.flags["scope_scored"])
+    since = since_text(totals.scope_language_from_scored, scored, "language")
+    gold = languages.confound["languages"] if languages.confound is not None else []
     harvest_text = None
     if harvest_reasons is not None:
         events = sum(totals.by_scope_language["harvest_out_of_scope"].values())
         suggestions = int(harvest_reasons.get("answered_out_of_scope", 0))
-        harvest_text = harvest_language_text(rows, events, suggestions)
+        harvest_text = harvest_language_text(rows, events, suggestions, gold, since)
     return {
         "rows": rows,
         "confounded": sorted(languages.confounded),
         "confound": languages.confound,
         "text": confound_text(languages),
-        "under_refusals_text": under_refusal_language_text(rows),
+        "under_refusals_text": under_refusal_language_text(rows, gold, since),
         "harvest_text": harvest_text,
         "from_scored": totals.scope_language_from_scored,
-        "scored": int(totals.flags["scope_scored"]),
+        "scored": scored,
     }
 
 
