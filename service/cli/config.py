@@ -182,8 +182,14 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     (:func:`_topic_lines`)."""
     from service.evaluation.detector_quality import measured_on, operating_point_summary
     from service.refusals.families import gold_families_text
+    from service.refusals.languages import confound_text
     from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
-    from service.runtime.analytics import families_off_text, scope_families_of, scope_support
+    from service.runtime.analytics import (
+        families_off_text,
+        scope_families_of,
+        scope_languages_of,
+        scope_support,
+    )
 
     lines = []
     for name, quality in sorted(analytics.detector_quality.items()):
@@ -212,6 +218,9 @@ def _detector_lines(analytics: Analytics) -> list[str]:
                 lines.append(f"  {gold_families_text(families, analytics.quality_min_class)}")
             elif (off := families_off_text(analytics)) is not None:
                 lines.append(f"  {off}")
+            languages = scope_languages_of(analytics)
+            if languages is not None and (said := confound_text(languages)) is not None:
+                lines.append(f"  {said}")
     for name, off in (("out_of_scope", analytics.scope_off), ("novelty", analytics.novelty_off)):
         if off:
             lines.append(f"{name} detector off: {off}")

@@ -20,6 +20,7 @@ from service.evaluation.detector_quality import (
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table
 from service.language.gold import gold_keys_by_label
+from service.refusals.languages import language_rows_html
 from service.refusals.recall import recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
@@ -351,6 +352,7 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     if explained:  # what the detector's own error on answerable questions accounts for
         rows.append(["under-refusals the detector's own error explains", explained])
     rows += family_rows_html(scope.get("by_family"), mark)
+    rows += language_rows_html(scope.get("verdicts_by_language"), mark)
     rows += [
         ["out-of-scope detector ROC AUC (95 % interval)", _quality_cell(scope.get("quality"))],
     ]

@@ -101,6 +101,7 @@ from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
 from service.refusals.families import shown_families
+from service.refusals.languages import scope_language_lines
 from service.refusals.recall import INHERITED, recall_lines
 from service.refusals.scope import (
     CALIBRATION_LIMIT,
@@ -619,6 +620,9 @@ def render_text(doc: ReplayReport) -> str:
         families = scope.get("by_family") or {}
         if families.get("under_refusals_text"):  # in families the calibration did not measure
             counts += f" ({families['under_refusals_text']})"
+        scope_languages = scope.get("verdicts_by_language") or {}
+        if scope_languages.get("under_refusals_text"):  # in the confounded languages
+            counts += f" ({scope_languages['under_refusals_text']})"
         if recall.get("lower_bound"):  # over- and under-refusals inherit the missed refusals
             counts += f"; over- and under-refusals {INHERITED}"
         quality = quality_text(scope.get("quality"), "out_of_scope")
@@ -636,6 +640,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  {lacking}")
         if families:
             lines += family_lines(families)
+        if scope_languages:
+            lines += scope_language_lines(scope_languages)
         versions = scope.get("gold_set_versions") or []
         if len(versions) > 1:  # cumulative counts judged by detectors of several gold sets
             lines.append(f"  out-of-scope counts are cumulative over gold-set versions "
@@ -773,6 +779,9 @@ def render_text(doc: ReplayReport) -> str:
     families = (analytics.get("out_of_scope") or {}).get("by_family") or {}
     if harvest and families.get("harvest_text"):  # suggestions kept, and said
         harvest.insert(1, f"  {families['harvest_text']}")
+    by_language = (analytics.get("out_of_scope") or {}).get("verdicts_by_language") or {}
+    if harvest and by_language.get("harvest_text"):  # in the confounded languages
+        harvest.insert(1, f"  {by_language['harvest_text']}")
     return "\n".join(lines + harvest)
 
 

@@ -70,6 +70,13 @@ Counting rules (one per event, from the annotations the analytics stages left):
   ``doc_type`` is counted under ``""`` (so the events behind a reason are all counted).
   Totals kept before session 43 start them empty, and ``family_from_scored`` keeps the
   ``scope_scored`` total at which they began (the reports say what they cover).
+* ``by_scope_language`` (kept by :class:`AnnotationTotals` only): the same four counts as
+  ``by_family`` per language key the gold-row rule judges the event in
+  (:func:`~service.language.gold.judged_language`: ``language_excluded`` first, else
+  ``language``; ``und`` without one), folded by :func:`~service.language.tags.language_key`
+  as the gold rows' languages are (:mod:`service.refusals.languages`), over every event
+  given an out-of-scope verdict; totals kept before session 44 start them empty, and
+  ``scope_language_from_scored`` keeps the ``scope_scored`` total at which they began.
 * ``missed_refusals`` (kept by :class:`AnnotationTotals` only): how often each wording of a
   flagged refusal the text reader missed was seen (``missed_text``, scrubbed and normalised:
   :class:`~service.refusals.stage.RefusalStage`), at most
@@ -251,6 +258,10 @@ class AnnotationTotals:
         #: a state kept without ``by_family`` restored: its total, as ``counted_under``'s
         #: ``from_scored``)
         self.family_from_scored = 0
+        #: ``{kind: {language key: n}}`` for each kind of :data:`BY_FAMILY`
+        self.by_scope_language: dict[str, Counter[str]] = {k: Counter() for k in BY_FAMILY}
+        #: the ``scope_scored`` total when language counting began (as family_from_scored)
+        self.scope_language_from_scored = 0
         #: ``{wording: times seen}`` of the flagged refusals the text reader missed
         self.missed_refusals: Counter[str] = Counter()
         #: ``{wording: [asker, …]}``: its first distinct askers, at most WORDING_MIN_SEEN
@@ -307,7 +318,22 @@ class AnnotationTotals:
         fam_scored, fam_out = self.by_family["scored"], self.by_family["out_of_scope"]
         fam_under, fam_harvest = (self.by_family["under_refusals"],
                                   self.by_family["harvest_out_of_scope"])  # fmt: skip
+        lang_scored, lang_out = (
+            self.by_scope_language["scored"],
+            self.by_scope_language["out_of_scope"],
+        )
+        lang_under, lang_harvest = (self.by_scope_language["under_refusals"],
+                                    self.by_scope_language["harvest_out_of_scope"])  # fmt: skip
         for notes in batch.annotations:
+            if (scope_out := notes.get("out_of_scope")) is not None:
+                # the language the gold-row rule judges it in, as by_language
+                key = language_key(str(judged_language(notes) or "und"))
+                lang_scored[key] += 1
+                lang_out[key] += scope_out is True
+                if notes.get("under_refusal") is True:
+                    lang_under[key] += 1
+                    lang_harvest[key] += (notes.get("scope_calibrated") is not False
+                                          and notes.get("scope_unstable") is not True)  # fmt: skip
             # "": families are made, and its nearest passage has no doc_type
             family = (notes["scope_family"] or "") if "scope_family" in notes else None
             if family is not None and (out := notes.get("out_of_scope")) is not None:
@@ -372,6 +398,10 @@ class AnnotationTotals:
                    if any(self.by_family.values()) else {}),
                 **({"family_from_scored": self.family_from_scored}
                    if self.family_from_scored else {}),
+                **({"by_scope_language": {k: dict(v) for k, v in self.by_scope_language.items()}}
+                   if any(self.by_scope_language.values()) else {}),
+                **({"scope_language_from_scored": self.scope_language_from_scored}
+                   if self.scope_language_from_scored else {}),
                 **({"missed_refusals": dict(self.missed_refusals),
                     "missed_askers": {k: list(v) for k, v in self.missed_askers.items()}}
                    if self.missed_refusals else {}),
@@ -405,6 +435,12 @@ class AnnotationTotals:
         # no family counted yet: counting begins now, after the verdicts the state counted
         self.family_from_scored = (int(state.get("family_from_scored", 0)) if by_family
                                    else int(self.flags["scope_scored"]))  # fmt: skip
+        by_lang = state.get("by_scope_language", {})  # (totals kept before session 44: empty)
+        self.by_scope_language = {k: Counter({str(f): int(n)
+                                              for f, n in by_lang.get(k, {}).items()})
+                                  for k in BY_FAMILY}  # fmt: skip
+        begun = state.get("scope_language_from_scored", 0)
+        self.scope_language_from_scored = int(begun if by_lang else self.flags["scope_scored"])
         self.missed_refusals = Counter({str(text): int(n) for text, n
                                         in state.get("missed_refusals", {}).items()})  # fmt: skip
         self.missed_askers = {str(text): [str(a) for a in askers] for text, askers

@@ -222,11 +222,12 @@ def family_text(rows: Sequence[Mapping[str, Any]], min_rows: int) -> str | None:
     return "out-of-scope verdicts outside what the calibration measured: " + "; ".join(parts)
 
 
-def since_text(from_scored: int, scored: int) -> str | None:
+def since_text(from_scored: int, scored: int, what: str = "family") -> str | None:
     """What the family counts cover when counting began after the first verdict (a state
     kept before session 43 restored: ``from_scored`` verdicts were counted without
     families, :attr:`~service.pipeline.totals.AnnotationTotals.family_from_scored`), or
-    ``None`` when they cover every verdict.
+    ``None`` when they cover every verdict. ``what``: whose counts (``"language"``:
+    :mod:`service.refusals.languages`, whose counts began in session 44).
 
     >>> print(since_text(4000, 4399))  # doctest: +NORMALIZE_WHITESPACE
     counted over the last 399 of 4,399 verdicts (family counts began after a restore of a
@@ -237,7 +238,7 @@ def since_text(from_scored: int, scored: int) -> str | None:
     if from_scored <= 0:
         return None
     return (f"counted over the last {max(0, scored - from_scored):,} of {scored:,} verdicts "
-            "(family counts began after a restore of a state kept without them)")  # fmt: skip
+            f"({what} counts began after a restore of a state kept without them)")  # fmt: skip
 
 
 def _with_since(text: str, since: str | None) -> str:

@@ -15,6 +15,7 @@ from service.pipeline import Batch, StatelessStage
 from service.pipeline.batch_cache import BatchCache
 from service.refusals.detector import RefusalDetector, answer_text
 from service.refusals.families import ScopeFamilies
+from service.refusals.languages import ScopeLanguages
 from service.refusals.recall import missed_wording
 from service.refusals.scope import (
     EmbeddingScope,
@@ -249,6 +250,9 @@ class EmbeddingScopeStage(StatelessStage):
         #: the corpus families the verdicts are broken down by (``scope_family``:
         #: :mod:`service.refusals.families`); ``None``: none (set by the builder)
         self.families: ScopeFamilies | None = None
+        #: the gold rows by language and the measured language confound
+        #: (:mod:`service.refusals.languages`); ``None``: not measured (set by the builder)
+        self.languages: ScopeLanguages | None = None
 
     def adopt(self, rebuilt: EmbeddingScopeStage) -> None:
         """Take ``rebuilt``'s detector, known questions and calibrated flag (a gold-set
@@ -265,6 +269,7 @@ class EmbeddingScopeStage(StatelessStage):
         self.detector, self.known = rebuilt.detector, rebuilt.known
         self.calibrated = rebuilt.calibrated
         self.families = rebuilt.families
+        self.languages = rebuilt.languages
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
         """The built-in retriever's best score per question (remembered in ``cache``), or

@@ -60,6 +60,7 @@ from service.pipeline.totals import AnnotationTotals
 from service.records import GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
 from service.refusals.families import ScopeFamilies, build_families
+from service.refusals.languages import ScopeLanguages
 from service.refusals.scope import (
     EmbeddingScope,
     KnownScope,
@@ -579,6 +580,7 @@ def _scope_stage(
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     stage.families = scope_families(detector, [every[i].doc_type for i in sample])
+    stage.languages = scope_languages(detector, languages)
     cal = detector.calibration  # its rates are those of the cross-validated scores
     return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
 
@@ -599,6 +601,33 @@ def scope_families(
     _, nearest = nearest_with_index(detector.gold_vectors, detector.passage_vectors)
     kept = np.asarray(detector.cv_scores) >= detector.calibration.threshold
     return build_families(doc_types, nearest, np.asarray(detector.gold_answerable), kept)
+
+
+def scope_languages(
+    detector: EmbeddingScope, languages: Sequence[str | None]
+) -> ScopeLanguages | None:
+    """The gold rows by language and the language confound check
+    (:func:`~service.refusals.languages.build_languages`): ``languages``: each gold row's
+    (gold order, as fitted), keyed as a live question's label is
+    (:func:`~service.language.tags.language_key`; ``und`` without one), with its held-out
+    verdict and score (the cross-validated probability, the off-corpus rule applied).
+    ``None`` when the counts do not match the detector's rows."""
+    from service.language.tags import language_key
+    from service.refusals.languages import build_languages
+
+    if len(languages) != len(detector.gold_answerable):
+        return None
+    scores = np.asarray(detector.cv_scores)
+    keys = [language_key(str(lang or "und")) for lang in languages]
+    kept = scores >= detector.calibration.threshold
+    return build_languages(keys, np.asarray(detector.gold_answerable), kept, scores)
+
+
+def scope_languages_of(analytics: Analytics) -> ScopeLanguages | None:
+    """The running embedding detector's gold rows by language (:func:`scope_languages`),
+    or ``None``."""
+    stage = _running_scope(analytics)
+    return getattr(stage, "languages", None) if isinstance(stage, EmbeddingScopeStage) else None
 
 
 #: What follows the language bias of the topic assignment in the topic dimension's reason.

@@ -172,6 +172,9 @@ class OutOfScopeReport(TypedDict):
     #: the verdicts by corpus family of the nearest passage and the families whose verdicts
     #: the calibration did not measure (:func:`families_report`); absent without families
     by_family: NotRequired[dict[str, Any]]
+    #: the verdicts by language and the gold set's language confound
+    #: (:func:`scope_languages_report`); absent without the embedding detector
+    verdicts_by_language: NotRequired[dict[str, Any]]
 
 
 class NoveltyReport(TypedDict):
@@ -497,6 +500,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
     harvest_reasons = live.harvest.reason_counts() if live.harvest is not None else None
     if (families := families_report(live.analytics, totals, harvest_reasons)) is not None:
         report["out_of_scope"]["by_family"] = families
+    scope_languages = scope_languages_report(live.analytics, totals, harvest_reasons)
+    if scope_languages is not None:
+        report["out_of_scope"]["verdicts_by_language"] = scope_languages
     if scope_covered:
         report["out_of_scope"]["no_gold_rows_covered_now"] = scope_covered
     if topic_covered:
@@ -508,6 +514,53 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
         items.insert(at, ("language_candidates", candidates))
         report = cast(AnalyticsReport, dict(items))
     return report
+
+
+def scope_languages_report(
+    analytics: Analytics,
+    totals: AnnotationTotals,
+    harvest_reasons: Mapping[str, int] | None = None,
+) -> dict[str, Any] | None:
+    """The out-of-scope verdicts by language and the gold set's language confound
+    (:mod:`service.refusals.languages`): ``{"rows": language_rows(...), "confounded":
+    [languages], "confound": the measurement (``ScopeLanguages.confound``) or None,
+    "text": :func:`~service.refusals.languages.confound_text` or None,
+    "under_refusals_text", "harvest_text": the under-refusals / answered_out_of_scope events
+    in the confounded languages, or None (with what the counts cover when language counting
+    began after the first verdict: :func:`~service.refusals.families.since_text`),
+    "from_scored": the verdicts counted before language counting began (0: none), "scored":
+    every verdict}``; ``None`` when the running
+    detector measured no languages (not the embedding detector)."""
+    from service.refusals.languages import (
+        confound_text,
+        harvest_language_text,
+        language_rows,
+        under_refusal_language_text,
+    )
+    from service.runtime.analytics import scope_languages_of
+
+    languages = scope_languages_of(analytics)
+    if languages is None:
+        return None
+    rows = language_rows(totals.by_scope_language, languages, analytics.family_min_events)
+    scored = int(totals.flags["scope_scored"])
+    since = since_text(totals.scope_language_from_scored, scored, "language")
+    gold = languages.confound["languages"] if languages.confound is not None else []
+    harvest_text = None
+    if harvest_reasons is not None:
+        events = sum(totals.by_scope_language["harvest_out_of_scope"].values())
+        suggestions = int(harvest_reasons.get("answered_out_of_scope", 0))
+        harvest_text = harvest_language_text(rows, events, suggestions, gold, since)
+    return {
+        "rows": rows,
+        "confounded": sorted(languages.confounded),
+        "confound": languages.confound,
+        "text": confound_text(languages),
+        "under_refusals_text": under_refusal_language_text(rows, gold, since),
+        "harvest_text": harvest_text,
+        "from_scored": totals.scope_language_from_scored,
+        "scored": scored,
+    }
 
 
 #: How the families of ``out_of_scope.by_family`` are made and judged, said with them.
