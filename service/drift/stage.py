@@ -62,6 +62,7 @@ from numpy.typing import NDArray
 
 from service.drift.detectors import (
     CategoricalDriftDetector,
+    LanguageRateDriftDetector,
     RateDriftDetector,
     TestLog,
     WindowConfig,
@@ -211,9 +212,13 @@ def _columns(
             columns[1] = _Column("topic", [topics[i] for i in rows], rows)
         else:
             del columns[1]
+    languages = [str(notes.get("language") or "und") for notes in annotations]
     for dim, key in RATES.items():
         rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
-        if rows:
+        if rows and dim == KNOWN_MISS:  # tested per language too: joint keys (flag, language)
+            columns.append(_Column(dim, [joint_key("1" if annotations[i][key] else "0",
+                                                   languages[i]) for i in rows], rows))  # fmt: skip
+        elif rows:
             columns.append(_Column(dim, [bool(annotations[i][key]) for i in rows], rows))
     if questions is not None:
         languages = columns[0].values
@@ -324,7 +329,7 @@ class DriftStage:
         known = {**common, "windows": known_windows or windows, "min_count": known_min_count,
                  "min_reference_count": min(30, known_min_count)}  # fmt: skip
         self.rates = {
-            dim: RateDriftDetector(
+            dim: (LanguageRateDriftDetector if dim == KNOWN_MISS else RateDriftDetector)(
                 None,
                 min_change=min_rate_change,
                 clear_change=min_rate_change / 2,
@@ -1377,13 +1382,23 @@ def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
     '0.0% -> 47.5% in the newest 5 h (40 events), 9.7% over the whole 24 h window'
     >>> rate_moves({"rate_compared": 0.283, "rate_current": 0.489}, "→")
     '28.3% → 48.9%'
+    >>> rate_moves({"rate_compared": 0.033, "rate_current": 0.117, "languages": [
+    ...     {"language": "de", "rate_reference": 0.077, "n_reference": 39,
+    ...      "rate_current": 0.69, "n_current": 42}]})
+    '3.3% -> 11.7%; rising in de: 7.7% of 39 -> 69.0% of 42'
     """
     moved = f"{alarm['rate_compared']:.1%} {arrow} "
+    languages = "".join(
+        f"; {'rising' if row['rate_current'] > row['rate_reference'] else 'falling'} in "
+        f"{row['language']}: {row['rate_reference']:.1%} of {row['n_reference']} {arrow} "
+        f"{row['rate_current']:.1%} of {row['n_current']}"
+        for row in alarm.get("languages", ())
+    )
     if not alarm.get("recent_s"):
-        return moved + f"{alarm['rate_current']:.1%}"
+        return moved + f"{alarm['rate_current']:.1%}" + languages
     return (f"{moved}{alarm['rate_recent']:.1%} in the newest {_duration(alarm['recent_s'])} "
             f"({alarm['n_recent']} events), {alarm['rate_current']:.1%} over the whole "
-            f"{_duration(alarm['window_s'])} window")  # fmt: skip
+            f"{_duration(alarm['window_s'])} window{languages}")  # fmt: skip
 
 
 def _duration(seconds: float) -> str:
@@ -1745,8 +1760,14 @@ def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
     if "rate_current" in test:
         recent = {key: test[key] for key in ("recent_s", "window_s", "n_recent", "rate_recent")
                   if key in test}  # fmt: skip
+        # the languages whose own test drifts (known_miss: LanguageRateDriftDetector)
+        keys = ("language", "rate_current", "rate_reference", "n_current", "n_reference",
+                "p_value")  # fmt: skip
+        drifting = [row for row in test.get("languages", ()) if row.get("state") == "drift"]
+        languages = [{key: row[key] for key in keys} for row in drifting]
         return {"rate_current": test["rate_current"], "rate_compared": test["rate_reference"],
-                "p_value": test["p_value"], **recent}  # fmt: skip
+                "p_value": test["p_value"], **recent,
+                **({"languages": languages} if languages else {})}  # fmt: skip
     if "terms_tested" in test:  # rising terms: each with its shares and counts
         keys = ("term", "surface", "current_share", "reference_share", "current_count",
                 "reference_count")  # fmt: skip
