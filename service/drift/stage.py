@@ -52,7 +52,7 @@ import logging
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -1388,17 +1388,29 @@ def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
     '3.3% -> 11.7%; rising in de: 7.7% of 39 -> 69.0% of 42'
     """
     moved = f"{alarm['rate_compared']:.1%} {arrow} "
-    languages = "".join(
-        f"; {'rising' if row['rate_current'] > row['rate_reference'] else 'falling'} in "
-        f"{row['language']}: {row['rate_reference']:.1%} of {row['n_reference']} {arrow} "
-        f"{row['rate_current']:.1%} of {row['n_current']}"
-        for row in alarm.get("languages", ())
-    )
+    languages = language_moves(alarm.get("languages", ()), arrow)
     if not alarm.get("recent_s"):
         return moved + f"{alarm['rate_current']:.1%}" + languages
     return (f"{moved}{alarm['rate_recent']:.1%} in the newest {_duration(alarm['recent_s'])} "
             f"({alarm['n_recent']} events), {alarm['rate_current']:.1%} over the whole "
             f"{_duration(alarm['window_s'])} window{languages}")  # fmt: skip
+
+
+def language_moves(rows: Iterable[Mapping[str, Any]], arrow: str = "->") -> str:
+    """The per-language rows of a ``known_miss`` test or alarm (each with ``language``,
+    ``rate_reference``, ``n_reference``, ``rate_current``, ``n_current``) as the text after
+    its pooled move: ``"; rising in de: 7.7% of 39 -> 69.0% of 42"`` (``""``: none).
+
+    >>> language_moves([{"language": "de", "rate_reference": 0.5, "n_reference": 40,
+    ...                  "rate_current": 0.1, "n_current": 30}], "→")
+    '; falling in de: 50.0% of 40 → 10.0% of 30'
+    """
+    return "".join(
+        f"; {'rising' if row['rate_current'] > row['rate_reference'] else 'falling'} in "
+        f"{row['language']}: {row['rate_reference']:.1%} of {row['n_reference']} {arrow} "
+        f"{row['rate_current']:.1%} of {row['n_current']}"
+        for row in rows
+    )
 
 
 def _duration(seconds: float) -> str:
