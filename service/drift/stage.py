@@ -89,6 +89,12 @@ KNOWN_REFUSAL = "known_refusal"
 #: (``annotations[i]["known_missed"]``, the live-quality stage's hit@k of production's
 #: ranking, negated: 1 - hit rate@k; module docstring).
 KNOWN_MISS = "known_miss"
+#: The key in a state snapshot's ``detectors`` of the ``known_miss`` detector, whose windows
+#: keep joint keys (flag, language): not ``known_miss``, so a version before it (which reads
+#: ``"1\x1fde"`` as no miss and whose report takes no ``languages``) finds none and warms up
+#: afresh on a downgrade; a snapshot of such a version (plain flags under ``known_miss``) is
+#: restored here (its windows' flags count as language ``""``, tested pooled only).
+KNOWN_MISS_STATE = "known_miss_by_language"
 #: The dimensions on the known questions' own windows (``known_window_s``, ``known_min_count``).
 KNOWN = (KNOWN_REFUSAL, KNOWN_MISS)
 #: Each rate dimension's annotation: ``out_of_scope`` tests the verdicts the off-corpus
@@ -1218,7 +1224,8 @@ class DriftStage:
             "alarms": self.alarms,
             "last_state": self._last_state,
             "named": self._named,
-            "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
+            "detectors": {(KNOWN_MISS_STATE if dim == KNOWN_MISS else dim): det.snapshot()
+                          for dim, det in self._detectors().items()},  # fmt: skip
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_strata": list(self.topic_strata),
@@ -1237,10 +1244,17 @@ class DriftStage:
         before the ``out_of_scope`` dimension tested only the verdicts the off-corpus cutoff's
         range does not move (no ``scope_rule``): its windows counted every verdict, and a
         window of the stable ones compared with them alarmed on unchanged traffic (review
-        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade)."""
+        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade).
+
+        The ``known_miss`` detector is saved under :data:`KNOWN_MISS_STATE` (its windows keep
+        the language); a snapshot of a version before it (``known_miss``: plain flags) is
+        restored, its flags in no language: the per-language tests run on the windows as
+        they fill with languages (the frozen baseline's: after a rebaseline)."""
         if not state:
             return
-        detectors = state.get("detectors", {})
+        detectors = dict(state.get("detectors", {}))
+        if KNOWN_MISS_STATE in detectors:  # (else: a snapshot before, plain flags: kept)
+            detectors[KNOWN_MISS] = detectors[KNOWN_MISS_STATE]
         for dim, det in self._detectors().items():
             if dim in RESTORE_RULES:
                 key, rule, differed = RESTORE_RULES[dim]

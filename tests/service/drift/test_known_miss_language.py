@@ -6,13 +6,19 @@ one-language service is tested exactly as before."""
 
 from __future__ import annotations
 
+import json
 import math
 import types
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from service.drift.detectors import LanguageRateDriftDetector, RateDriftDetector, holm_levels
-from service.drift.stage import KNOWN_MISS, DriftStage, rate_moves
+from service.drift.detectors import (
+    LanguageRateDriftDetector,
+    RateDriftDetector,
+    RateDriftReport,
+    holm_levels,
+)
+from service.drift.stage import KNOWN_MISS, KNOWN_MISS_STATE, DriftStage, rate_moves
 from service.drift.strata import joint_key
 from service.drift.windows import WindowConfig
 
@@ -77,9 +83,8 @@ def _notes(i: int, collapsed: bool, lang_of: Any, broken: str) -> dict[str, Any]
     return {"language": lang, "topic": "t", "refused": False, "known_missed": missed}
 
 
-def _run(lang_of: Any, broken: str = "de") -> DriftStage:
-    """60 known questions an hour for 14 h; ``broken``'s collapse after 7 h."""
-    drift = DriftStage(
+def _stage() -> DriftStage:
+    return DriftStage(
         {},
         windows=WindowConfig(test_every_s=1800),
         min_count=50,
@@ -88,12 +93,46 @@ def _run(lang_of: Any, broken: str = "de") -> DriftStage:
         known_min_count=20,
         clock=lambda: (START + timedelta(days=30)).timestamp(),
     )
-    for start in range(0, 14 * 60, 50):
-        idx = range(start, min(14 * 60, start + 50))
+
+
+def _feed(drift: DriftStage, lang_of: Any, broken: str, minutes: range) -> None:
+    for start in range(minutes.start, minutes.stop, 50):
+        idx = range(start, min(minutes.stop, start + 50))
         events = [types.SimpleNamespace(timestamp=START + timedelta(minutes=i)) for i in idx]
         notes = [_notes(i, i >= 7 * 60, lang_of, broken) for i in idx]
         drift.process(types.SimpleNamespace(events=events, annotations=notes, streams=None))
+
+
+def _run(lang_of: Any, broken: str = "de") -> DriftStage:
+    """60 known questions an hour for 14 h; ``broken``'s collapse after 7 h."""
+    drift = _stage()
+    _feed(drift, lang_of, broken, range(14 * 60))
     return drift
+
+
+def _main_detector(drift: DriftStage) -> RateDriftDetector:
+    """Main's ``known_miss`` detector (a plain :class:`RateDriftDetector`) as ``_stage``'s."""
+    return RateDriftDetector(
+        None,
+        windows=KNOWN,
+        min_count=20,
+        min_reference_count=20,
+        alpha=drift.rates[KNOWN_MISS].alpha,
+        n_dimensions=4,
+        min_change=0.05,
+        clear_change=0.025,
+    )
+
+
+def _feed_main(main: RateDriftDetector, minutes: range) -> None:
+    """The flags ``_feed`` gives an all-English stream whose English collapses."""
+    for start in range(minutes.start, minutes.stop, 50):
+        idx = range(start, min(minutes.stop, start + 50))
+        main.update_many(
+            [(i // 10) % 5 != 0 and i >= 7 * 60 for i in idx],
+            [(START + timedelta(minutes=i)).timestamp() for i in idx],
+            (START + timedelta(days=30)).timestamp(),
+        )
 
 
 def test_the_alarm_names_the_language_through_the_alarm_path() -> None:
@@ -111,23 +150,47 @@ def test_a_one_language_service_gets_exactly_mains_numbers() -> None:
     # the same stream, all English: the known_miss detector's reports equal main's plain
     # RateDriftDetector fed the same flags (no ``languages`` in them)
     drift = _run(lambda i: "en", "en")
-    main = RateDriftDetector(
-        None,
-        windows=KNOWN,
-        min_count=20,
-        min_reference_count=20,
-        alpha=drift.rates[KNOWN_MISS].alpha,
-        n_dimensions=4,
-        min_change=0.05,
-        clear_change=0.025,
-    )
-    for start in range(0, 14 * 60, 50):
-        idx = range(start, min(14 * 60, start + 50))
-        main.update_many(
-            [(i // 10) % 5 != 0 and i >= 7 * 60 for i in idx],
-            [(START + timedelta(minutes=i)).timestamp() for i in idx],
-            (START + timedelta(days=30)).timestamp(),
-        )
+    main = _main_detector(drift)
+    _feed_main(main, range(14 * 60))
     got = {k: v.to_dict() for k, v in drift.rates[KNOWN_MISS].reports.items()}
     assert got == {k: v.to_dict() for k, v in main.reports.items()}
     assert "languages" not in got["baseline"]
+
+
+def test_a_downgrade_finds_no_known_miss_state_and_warms_up_afresh() -> None:
+    # main reads a known_miss snapshot as plain flags (a joint key "1\x1fde" as no miss) and
+    # its report takes no ``languages``: the per-language state is under a key of its own
+    drift = _run(lambda i: "de" if i % 10 == 0 else ("en" if i % 2 else "es"))
+    assert drift.rates[KNOWN_MISS].reports["baseline"].languages  # tested per language
+    state = json.loads(json.dumps(drift.state_snapshot()))
+    assert KNOWN_MISS not in state["detectors"]
+    assert KNOWN_MISS_STATE in state["detectors"]
+    # main's restore: each of its dimensions takes detectors.get(dim); known_miss: None
+    main = _main_detector(drift).restore(state["detectors"].get(KNOWN_MISS))
+    assert main.n_tests == 0 and main.reports == {}
+    for dim in ("refusal", "known_refusal"):  # main's own rate reports read back as main does
+        for data in state["detectors"][dim]["reports"].values():
+            assert "languages" not in data
+            RateDriftReport(**data)
+    # the branch reads its own snapshot back: the same reports, languages and all
+    again = _stage()
+    again.restore(state)
+    assert again.rates[KNOWN_MISS].reports == drift.rates[KNOWN_MISS].reports
+
+
+def test_a_snapshot_of_main_is_restored_and_tested_pooled() -> None:
+    # main kept plain flags under known_miss; restored here they count in no language, and
+    # an English stream's tests go on with main's very figures
+    drift = _run(lambda i: "en", "en")
+    main = _main_detector(drift)
+    _feed_main(main, range(14 * 60))
+    state = drift.state_snapshot()
+    del state["detectors"][KNOWN_MISS_STATE]
+    state["detectors"][KNOWN_MISS] = main.snapshot()
+    upgraded = _stage()
+    upgraded.restore(json.loads(json.dumps(state)))
+    _feed(upgraded, lambda i: "en", "en", range(14 * 60, 18 * 60))
+    _feed_main(main, range(14 * 60, 18 * 60))
+    got = {k: v.to_dict() for k, v in upgraded.rates[KNOWN_MISS].reports.items()}
+    assert got == {k: v.to_dict() for k, v in main.reports.items()}
+    assert got["baseline"]["n_current"] > 0
