@@ -987,11 +987,11 @@ class LanguageRateDriftDetector(RateDriftDetector):
     lateness, held events, the frozen baseline and snapshots keep them), fed as such to
     :meth:`update_many` (a plain flag counts as language ``""``).
 
-    At each test, when the two windows hold known events in two or more languages (besides
-    :data:`UNSPLIT`), each language with at least ``min_count`` events in the current window
-    and ``min_reference_count`` in the compared one is tested as the pooled rate is (the
-    two-proportion test and Newcombe interval of :func:`two_proportion_test`); the family of
-    those ``m`` tests is held to the comparison's level ``alpha`` by Holm's step-down
+    At each test, when two or more languages (besides :data:`UNSPLIT`) have at least
+    ``min_count`` events in the current window and ``min_reference_count`` in the compared
+    one, each of them is tested as the pooled rate is (the two-proportion test and Newcombe
+    interval of :func:`two_proportion_test`; with fewer, the report is the pooled test's
+    alone, exactly a :class:`RateDriftDetector`'s); the family of those ``m`` tests is held to the comparison's level ``alpha`` by Holm's step-down
     procedure (:func:`holm_levels`): a language's own share, beside the pooled test's, which
     keeps its level (so a one-language service is tested exactly as before). A language alarms
     when Holm rejects it and its conservative effect (the Newcombe bound nearest 0) reaches
@@ -1047,7 +1047,7 @@ class LanguageRateDriftDetector(RateDriftDetector):
                          "rate_reference": test.rate_reference,
                          "rate_current": test.rate_current, "ci_low": test.ci_low,
                          "ci_high": test.ci_high, "p_value": test.p_value})  # fmt: skip
-        if not rows:
+        if len(rows) < 2:  # one language tested: the pooled test is its test (main's)
             return pooled
         rejected = holm_levels([row["p_value"] for row in rows], alpha)
         order = sorted(range(len(rows)), key=lambda i: rows[i]["p_value"])

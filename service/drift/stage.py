@@ -22,12 +22,15 @@ Dimensions (each with its own detector, windows over event time):
   own retrieval on live traffic, with no gold-set run of production needed (trial 38: a
   12-hour collapse of hit rate@10 to 0 raised nothing on the live service). The windows,
   ``min_count`` and level of ``known_refusal`` (its own Bonferroni share: the family's budget
-  per day is 7/4 of ``alpha``, the shared four keep their levels). Baseline only;
+  per day is 7/4 of ``alpha``, the shared four keep their levels; 8/4 while it is tested per
+  language too: two or more languages meet its minimums, a family with a share of its own,
+  :class:`~service.drift.detectors.LanguageRateDriftDetector`). Baseline only;
 * ``terms`` — rising terms: the content-word stems of the (scrubbed) questions whose share
   rose against the baseline, stratified by language (:mod:`service.drift.terms`; baseline
   only, none with ``baseline: none``). Its own Bonferroni share of the family's ``alpha``, the
   same as each other dimension's: the other four keep their levels (with ``known_refusal``'s
-  and ``known_miss``'s shares too, the family's budget per day is 7/4 of ``alpha``).
+  and ``known_miss``'s shares too, the family's budget per day is 7/4 of ``alpha``; 8/4 while
+  ``known_miss`` is tested per language too).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
