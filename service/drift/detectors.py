@@ -991,9 +991,11 @@ class LanguageRateDriftDetector(RateDriftDetector):
     ``min_count`` events in the current window and ``min_reference_count`` in the compared
     one, each of them is tested as the pooled rate is (the two-proportion test and Newcombe
     interval of :func:`two_proportion_test`; with fewer, the report is the pooled test's
-    alone, exactly a :class:`RateDriftDetector`'s); the family of those ``m`` tests is held to the comparison's level ``alpha`` by Holm's step-down
-    procedure (:func:`holm_levels`): a language's own share, beside the pooled test's, which
-    keeps its level (so a one-language service is tested exactly as before). A language alarms
+    alone, exactly a :class:`RateDriftDetector`'s); the family of those ``m`` tests is held
+    to the comparison's level ``alpha`` by Holm's step-down procedure (:func:`holm_levels`):
+    a language's own share, beside the pooled test's, which keeps its level (so a one-language
+    service is tested exactly as before; the drift family's budget a day is then 8/4 of its
+    ``alpha``, 7/4 without this family). A language alarms
     when Holm rejects it and its conservative effect (the Newcombe bound nearest 0) reaches
     ``min_change``; an open alarm is held while the pooled effect or any tested language's
     reaches ``clear_change``. The report's ``languages`` lists every language tested

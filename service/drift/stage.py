@@ -1227,8 +1227,10 @@ class DriftStage:
             "alarms": self.alarms,
             "last_state": self._last_state,
             "named": self._named,
-            "detectors": {(KNOWN_MISS_STATE if dim == KNOWN_MISS else dim): det.snapshot()
-                          for dim, det in self._detectors().items()},  # fmt: skip
+            "detectors": {
+                (KNOWN_MISS_STATE if dim == KNOWN_MISS else dim): det.snapshot()
+                for dim, det in self._detectors().items()
+            },  # fmt: skip
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_strata": list(self.topic_strata),

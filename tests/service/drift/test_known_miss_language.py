@@ -72,8 +72,10 @@ def test_languages_short_of_events_are_not_tested() -> None:
     # English and a French 3 % of the traffic (12 known questions, under 30): one language
     # meets the minimums, so no per-language family runs: exactly main's pooled test
     args: dict[str, Any] = {"windows": KNOWN, "min_count": 30, "min_reference_count": 30}
-    for ref, cur in (({"fr": (1, 12), "en": (10, 400)}, {"fr": (10, 12), "en": (10, 400)}),
-                     ({"de": (1, 20), "en": (10, 400)}, {"de": (15, 20), "en": (10, 400)})):
+    for ref, cur in (
+        ({"fr": (1, 12), "en": (10, 400)}, {"fr": (10, 12), "en": (10, 400)}),
+        ({"de": (1, 20), "en": (10, 400)}, {"de": (15, 20), "en": (10, 400)}),
+    ):
         report = LanguageRateDriftDetector(None, **args).decide("baseline", _joint(ref),
                                                                 _joint(cur))  # fmt: skip
         x_ref, n_ref = (sum(v[k] for v in ref.values()) for k in (0, 1))

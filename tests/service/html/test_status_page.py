@@ -336,8 +336,8 @@ def test_a_language_alarm_of_known_miss_is_named_in_what_moved_and_the_drift_tab
     drift["known_miss"]["comparisons"] = {"baseline": test}
     drift["known_miss"]["state"] = "drift"
     page = str(render_status_page(STATUS, analytics))
-    moved = page[page.index('id="moved"'):]
-    moved = moved[:moved.index("</section>")]
+    moved = page[page.index('id="moved"') :]
+    moved = moved[: moved.index("</section>")]
     named = "3.3% → 11.7%; rising in de: 7.7% of 39 → 69.0% of 42"
     assert f"known_miss (baseline): {named}" in moved
     assert "in en" not in page
