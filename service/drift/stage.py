@@ -22,12 +22,15 @@ Dimensions (each with its own detector, windows over event time):
   own retrieval on live traffic, with no gold-set run of production needed (trial 38: a
   12-hour collapse of hit rate@10 to 0 raised nothing on the live service). The windows,
   ``min_count`` and level of ``known_refusal`` (its own Bonferroni share: the family's budget
-  per day is 7/4 of ``alpha``, the shared four keep their levels). Baseline only;
+  per day is 7/4 of ``alpha``, the shared four keep their levels; 8/4 while it is tested per
+  language too: two or more languages meet its minimums, a family with a share of its own,
+  :class:`~service.drift.detectors.LanguageRateDriftDetector`). Baseline only;
 * ``terms`` — rising terms: the content-word stems of the (scrubbed) questions whose share
   rose against the baseline, stratified by language (:mod:`service.drift.terms`; baseline
   only, none with ``baseline: none``). Its own Bonferroni share of the family's ``alpha``, the
   same as each other dimension's: the other four keep their levels (with ``known_refusal``'s
-  and ``known_miss``'s shares too, the family's budget per day is 7/4 of ``alpha``).
+  and ``known_miss``'s shares too, the family's budget per day is 7/4 of ``alpha``; 8/4 while
+  ``known_miss`` is tested per language too).
 
 Each is compared with the reference (when there is one) and with a baseline of earlier
 traffic (:mod:`service.drift.detectors`). A dimension fed by a detector whose measured
@@ -52,7 +55,7 @@ import logging
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -62,6 +65,7 @@ from numpy.typing import NDArray
 
 from service.drift.detectors import (
     CategoricalDriftDetector,
+    LanguageRateDriftDetector,
     RateDriftDetector,
     TestLog,
     WindowConfig,
@@ -88,6 +92,12 @@ KNOWN_REFUSAL = "known_refusal"
 #: (``annotations[i]["known_missed"]``, the live-quality stage's hit@k of production's
 #: ranking, negated: 1 - hit rate@k; module docstring).
 KNOWN_MISS = "known_miss"
+#: The key in a state snapshot's ``detectors`` of the ``known_miss`` detector, whose windows
+#: keep joint keys (flag, language): not ``known_miss``, so a version before it (which reads
+#: ``"1\x1fde"`` as no miss and whose report takes no ``languages``) finds none and warms up
+#: afresh on a downgrade; a snapshot of such a version (plain flags under ``known_miss``) is
+#: restored here (its windows' flags count as language ``""``, tested pooled only).
+KNOWN_MISS_STATE = "known_miss_by_language"
 #: The dimensions on the known questions' own windows (``known_window_s``, ``known_min_count``).
 KNOWN = (KNOWN_REFUSAL, KNOWN_MISS)
 #: Each rate dimension's annotation: ``out_of_scope`` tests the verdicts the off-corpus
@@ -211,9 +221,13 @@ def _columns(
             columns[1] = _Column("topic", [topics[i] for i in rows], rows)
         else:
             del columns[1]
+    languages = [str(notes.get("language") or "und") for notes in annotations]
     for dim, key in RATES.items():
         rows = [i for i, notes in enumerate(annotations) if notes.get(key) is not None]
-        if rows:
+        if rows and dim == KNOWN_MISS:  # tested per language too: joint keys (flag, language)
+            columns.append(_Column(dim, [joint_key("1" if annotations[i][key] else "0",
+                                                   languages[i]) for i in rows], rows))  # fmt: skip
+        elif rows:
             columns.append(_Column(dim, [bool(annotations[i][key]) for i in rows], rows))
     if questions is not None:
         languages = columns[0].values
@@ -324,7 +338,7 @@ class DriftStage:
         known = {**common, "windows": known_windows or windows, "min_count": known_min_count,
                  "min_reference_count": min(30, known_min_count)}  # fmt: skip
         self.rates = {
-            dim: RateDriftDetector(
+            dim: (LanguageRateDriftDetector if dim == KNOWN_MISS else RateDriftDetector)(
                 None,
                 min_change=min_rate_change,
                 clear_change=min_rate_change / 2,
@@ -1213,7 +1227,10 @@ class DriftStage:
             "alarms": self.alarms,
             "last_state": self._last_state,
             "named": self._named,
-            "detectors": {dim: det.snapshot() for dim, det in self._detectors().items()},
+            "detectors": {
+                (KNOWN_MISS_STATE if dim == KNOWN_MISS else dim): det.snapshot()
+                for dim, det in self._detectors().items()
+            },  # fmt: skip
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_strata": list(self.topic_strata),
@@ -1232,10 +1249,17 @@ class DriftStage:
         before the ``out_of_scope`` dimension tested only the verdicts the off-corpus cutoff's
         range does not move (no ``scope_rule``): its windows counted every verdict, and a
         window of the stable ones compared with them alarmed on unchanged traffic (review
-        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade)."""
+        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade).
+
+        The ``known_miss`` detector is saved under :data:`KNOWN_MISS_STATE` (its windows keep
+        the language); a snapshot of a version before it (``known_miss``: plain flags) is
+        restored, its flags in no language: the per-language tests run on the windows as
+        they fill with languages (the frozen baseline's: after a rebaseline)."""
         if not state:
             return
-        detectors = state.get("detectors", {})
+        detectors = dict(state.get("detectors", {}))
+        if KNOWN_MISS_STATE in detectors:  # (else: a snapshot before, plain flags: kept)
+            detectors[KNOWN_MISS] = detectors[KNOWN_MISS_STATE]
         for dim, det in self._detectors().items():
             if dim in RESTORE_RULES:
                 key, rule, differed = RESTORE_RULES[dim]
@@ -1377,13 +1401,35 @@ def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
     '0.0% -> 47.5% in the newest 5 h (40 events), 9.7% over the whole 24 h window'
     >>> rate_moves({"rate_compared": 0.283, "rate_current": 0.489}, "→")
     '28.3% → 48.9%'
+    >>> rate_moves({"rate_compared": 0.033, "rate_current": 0.117, "languages": [
+    ...     {"language": "de", "rate_reference": 0.077, "n_reference": 39,
+    ...      "rate_current": 0.69, "n_current": 42}]})
+    '3.3% -> 11.7%; rising in de: 7.7% of 39 -> 69.0% of 42'
     """
     moved = f"{alarm['rate_compared']:.1%} {arrow} "
+    languages = language_moves(alarm.get("languages", ()), arrow)
     if not alarm.get("recent_s"):
-        return moved + f"{alarm['rate_current']:.1%}"
+        return moved + f"{alarm['rate_current']:.1%}" + languages
     return (f"{moved}{alarm['rate_recent']:.1%} in the newest {_duration(alarm['recent_s'])} "
             f"({alarm['n_recent']} events), {alarm['rate_current']:.1%} over the whole "
-            f"{_duration(alarm['window_s'])} window")  # fmt: skip
+            f"{_duration(alarm['window_s'])} window{languages}")  # fmt: skip
+
+
+def language_moves(rows: Iterable[Mapping[str, Any]], arrow: str = "->") -> str:
+    """The per-language rows of a ``known_miss`` test or alarm (each with ``language``,
+    ``rate_reference``, ``n_reference``, ``rate_current``, ``n_current``) as the text after
+    its pooled move: ``"; rising in de: 7.7% of 39 -> 69.0% of 42"`` (``""``: none).
+
+    >>> language_moves([{"language": "de", "rate_reference": 0.5, "n_reference": 40,
+    ...                  "rate_current": 0.1, "n_current": 30}], "→")
+    '; falling in de: 50.0% of 40 → 10.0% of 30'
+    """
+    return "".join(
+        f"; {'rising' if row['rate_current'] > row['rate_reference'] else 'falling'} in "
+        f"{row['language']}: {row['rate_reference']:.1%} of {row['n_reference']} {arrow} "
+        f"{row['rate_current']:.1%} of {row['n_current']}"
+        for row in rows
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -1745,8 +1791,14 @@ def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:
     if "rate_current" in test:
         recent = {key: test[key] for key in ("recent_s", "window_s", "n_recent", "rate_recent")
                   if key in test}  # fmt: skip
+        # the languages whose own test drifts (known_miss: LanguageRateDriftDetector)
+        keys = ("language", "rate_current", "rate_reference", "n_current", "n_reference",
+                "p_value")  # fmt: skip
+        drifting = [row for row in test.get("languages", ()) if row.get("state") == "drift"]
+        languages = [{key: row[key] for key in keys} for row in drifting]
         return {"rate_current": test["rate_current"], "rate_compared": test["rate_reference"],
-                "p_value": test["p_value"], **recent}  # fmt: skip
+                "p_value": test["p_value"], **recent,
+                **({"languages": languages} if languages else {})}  # fmt: skip
     if "terms_tested" in test:  # rising terms: each with its shares and counts
         keys = ("term", "surface", "current_share", "reference_share", "current_count",
                 "reference_count")  # fmt: skip

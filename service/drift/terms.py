@@ -31,7 +31,8 @@ windows adds nothing (``V_k = 0``; the ``language`` dimension reports it).
    family's budget per day split by Bonferroni, :meth:`alpha_per_test`; the stage gives
    ``terms`` its own share, the same as each other dimension's, so the other four keep their
    levels; with ``known_refusal``'s and ``known_miss``'s own shares too the family's budget
-   per day is 7/4 of ``alpha``), ``m`` the terms tested;
+   per day is 7/4 of ``alpha``, 8/4 while ``known_miss`` is tested per language too), ``m``
+   the terms tested;
 3. effect: ``OR_MH ≥ min_odds_ratio`` (2) and the pooled share (over languages) up by at least
    ``min_share_up`` (the stage: half of ``min_share_change``, 2.5 points: a term is one word
    of a topic's questions, so it covers a part of the topic's rise; trial 14's "doctor" rose

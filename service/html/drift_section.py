@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.drift.stage import adjusted_note, rate_moves
+from service.drift.stage import adjusted_note, language_moves, rate_moves
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
 from service.refusals.scope import windows_count
@@ -283,13 +283,24 @@ def rate_move(test: Mapping[str, Any]) -> str:
     '12.0% → 21.1% (change 95 % [+1.2, +16.9] points)'
     >>> rate_move({"rate_reference": 0.12, "rate_current": None})
     '12.0% → –'
+
+    A ``known_miss`` test's languages whose own test drifts follow (a language alarm
+    otherwise reads as an unexplained pooled move):
+
+    >>> rate_move({"rate_reference": 0.033, "rate_current": 0.117, "languages": [
+    ...     {"language": "de", "rate_reference": 0.077, "n_reference": 39, "rate_current": 0.69,
+    ...      "n_current": 42, "state": "drift"}, {"language": "en", "rate_reference": 0.03,
+    ...      "n_reference": 300, "rate_current": 0.04, "n_current": 310, "state": "ok"}]})
+    '3.3% → 11.7%; rising in de: 7.7% of 39 → 69.0% of 42'
     """
     moved = f"{pct(test.get('rate_reference'))} → {pct(test.get('rate_current'))}"
     low, high = test.get("ci_low"), test.get("ci_high")
     if (isinstance(low, int | float) and isinstance(high, int | float)
             and math.isfinite(low) and math.isfinite(high)):  # fmt: skip
         moved += f" (change 95 % [{low * 100:+.1f}, {high * 100:+.1f}] points)"
-    return moved
+    # known_miss tested per language: the languages whose own test drifts (trial 43 H1)
+    drifting = [row for row in test.get("languages") or () if row.get("state") == "drift"]
+    return moved + language_moves(drifting, "→")
 
 
 def term_moves(rows: Any) -> str:

@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from service.html.over_time import quality_over_time
 from service.html.page import dated_minute, ids, minute, para, pct, section, table
-from service.quality.by_group import GROUP_FIELDS, LIVE_VS_GOLD, window_text
+from service.quality.by_group import LIVE_VS_GOLD, REPORTED_FIELDS, window_text
 from service.quality.stage import rejected_note
 
 __all__ = ["quality_section"]
@@ -112,7 +112,7 @@ def _by_group(quality: Mapping[str, Any], k: Any) -> list[Markup]:
                        f"{dated_minute(recent['since'])} UTC)", recent))  # fmt: skip
     parts: list[Markup] = []
     for when, groups in blocks:
-        for field in GROUP_FIELDS:
+        for field in REPORTED_FIELDS:
             rows = groups.get(field) or []
             if not any(r["n_scored"] for r in rows):
                 continue

@@ -100,7 +100,7 @@ from typing import Any
 from service.data.goldset import row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
-from service.quality.by_group import GROUP_FIELDS, group_rows, paired_by_question
+from service.quality.by_group import GROUP_FIELDS, LANGUAGE_FIELD, group_rows, paired_by_question
 from service.quality.by_language import FEW, language_of, wilson
 from service.quality.known import KnownLookup, KnownQuestionIndex, live_scores
 from service.records import GoldQuestion
@@ -734,7 +734,8 @@ class LiveQualityStage:
         return out, paired_cells
 
     def _by_group(self) -> dict[str, Any]:
-        """Production's known-question figures per gold-row ``kind`` and ``topic``, all-time
+        """Production's known-question figures per gold-row ``kind`` and ``topic`` (and
+        ``language`` when the gold set's rows are in two or more languages), all-time
         and over the latest ``recent_window_s`` of event time (the caller holds the lock):
         ``{"by_group": {field: rows}, "by_group_recent": {"window_s", "since", "until",
         field: rows} | None, "by_group_min_n"}`` (rows: :func:`~service.quality.by_group.
@@ -754,8 +755,11 @@ class LiveQualityStage:
             return value
 
         cells = self._known.get(self.production, {})
+        # by gold-row language too when the gold set is in two or more (trial 43, H1)
+        languages = {row.language for row in by_id.values() if row.language}
+        fields = (*GROUP_FIELDS, LANGUAGE_FIELD) if len(languages) >= 2 else GROUP_FIELDS
         out: dict[str, Any] = {
-            "by_group": {f: group_rows(cells, value_of(f), min_n=self.min_n) for f in GROUP_FIELDS},
+            "by_group": {f: group_rows(cells, value_of(f), min_n=self.min_n) for f in fields},
             "by_group_recent": None,
             "by_group_min_n": self.min_n,
         }
@@ -778,7 +782,7 @@ class LiveQualityStage:
                     "window_s": self.recent_window_s,
                     "since": since.isoformat(),
                     "until": until.isoformat(),
-                    **{f: group_rows(recent, value_of(f), min_n=self.min_n) for f in GROUP_FIELDS},
+                    **{f: group_rows(recent, value_of(f), min_n=self.min_n) for f in fields},
                 }
         return out
 

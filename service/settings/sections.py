@@ -375,7 +375,8 @@ class DriftSettings(_Frozen):
         alpha: false-alarm budget per day of the four shared dimensions (language, topic,
             refusal, out-of-scope), split by Bonferroni; ``terms``, ``known_refusal`` and
             ``known_miss`` each add a share of their own (the whole family's budget is 7/4
-            of it).
+            of it; 8/4 while ``known_miss`` is tested per language too, two or more
+            languages meeting its minimums: that family's own share).
         min_jsd, min_share_change, min_rate_change: effect sizes an alarm needs (JSD base 2;
             shares and rates as fractions; above 0), judged on the CI bound nearest zero; an
             alarm clears when the effect falls below half of it (hysteresis: with 0 it could

@@ -16,11 +16,21 @@ from scipy import stats
 from service.data.goldset import GoldSet
 from service.events import QueryLogEvent
 from service.html.extras import gold_run_tables, gold_run_text
+from service.quality.acl import AccessPolicy
 from service.quality.by_group import group_lines, group_rows, paired_by_question
 from service.quality.known import KnownQuestionIndex
-from service.quality.stage import add_paired_tests
+from service.quality.stage import LiveQualityStage, add_paired_tests
 from service.records import GoldQuestion
-from tests.service.test_quality import EVENTS, LIBRARY, MCA, build, candidate, run
+from tests.service.test_quality import (
+    CORPUS,
+    EVENTS,
+    GOLD,
+    LIBRARY,
+    MCA,
+    build,
+    candidate,
+    run,
+)
 
 # gold id -> [n_known, n_scored, Σrecall, Σhit, Σrr]
 CELLS = {
@@ -172,3 +182,30 @@ def test_the_status_page_shows_the_gold_set_runs_paired_test() -> None:
         "gold-set run: hybrid − prod recall@10 -0.006 [-0.046, 0.033] p 0.906 (n 40)"
     )
     assert gold_run_tables({}) == [] and gold_run_text({"gold": {"latest": None}}) is None
+
+
+def _stage_with_languages(languages: dict[str, str]) -> LiveQualityStage:
+    """``build``'s stage over test_quality's gold set with these rows' ``language``."""
+    rows = tuple(GoldQuestion(q.id, q.question, q.gold, kind=q.kind, language=languages.get(q.id))
+                 for q in GOLD.questions)  # fmt: skip
+    return LiveQualityStage(KnownQuestionIndex(GoldSet(rows)), AccessPolicy.from_corpus(CORPUS),
+                            min_n=1)  # fmt: skip
+
+
+def test_stage_reports_by_language_when_the_gold_set_has_two() -> None:
+    # trial 43 H1: the recent figure per gold-row language. q-1 (de): hit 1 of 1, RR 1/2;
+    # q-2 (en): hit 1 of 1, RR 1; q-3 (en) unanswerable, known, not scored
+    stage = _stage_with_languages({"q-1": "de", "q-2": "en", "q-3": "en"})
+    run(stage, EVENTS)
+    report = stage.report()
+    # (the recent block counts scored events only: q-3 is not in it)
+    for block, en_known in ((report["by_group"], 2), (report["by_group_recent"], 1)):
+        rows = {r["group"]: r for r in block["language"]}
+        assert (rows["de"]["n_scored"], rows["de"]["mrr"]) == (1, 0.5)
+        assert (rows["en"]["n_known"], rows["en"]["n_scored"], rows["en"]["mrr"]) == (
+            en_known, 1, 1.0)  # fmt: skip
+    # one language (or none): no language breakdown, the report as before
+    one = _stage_with_languages({"q-1": "en", "q-2": "en"})
+    run(one, EVENTS)
+    assert "language" not in one.report()["by_group"]
+    assert "language" not in one.report()["by_group_recent"]

@@ -20,6 +20,7 @@ from service.harvest import HarvestStage, MemoryCandidates
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.labelling import Labelling
 from service.html import render_status_page
+from service.html.drift_section import drift_section
 from service.html.status import SectionCache
 from service.runtime.process import EngineBusy
 from service.telemetry import build_harvest_metrics
@@ -317,3 +318,30 @@ def test_the_patterns_against_the_flag_stand_next_to_the_refusal_rate() -> None:
     page = render_status_page(STATUS, analytics, refresh_s=0)
     assert f"; {sentence}" in page  # the "What moved" row
     assert sentence[0].upper() + sentence[1:] + "." in page  # the refusals section
+
+
+def test_a_language_alarm_of_known_miss_is_named_in_what_moved_and_the_drift_table() -> None:
+    # trial 43 H1: German's known questions missed 3 of 39 (7.7 %) in the baseline and 29 of
+    # 42 (69.0 %) now; pooled 3.3 % -> 11.7 %. English's own test stays ok: not named
+    analytics = copy.deepcopy(samples.replay_report()["analytics"])
+    drift = analytics["drift"]
+    drift.setdefault("known_miss", {"state": "ok", "comparisons": {}})
+    test = dict(drift["refusal"]["comparisons"]["baseline"])
+    test.update(state="drift", rate_reference=0.033, rate_current=0.117, ci_low=None,
+                ci_high=None, languages=[
+                    {"language": "de", "n_reference": 39, "n_current": 42,
+                     "rate_reference": 3 / 39, "rate_current": 29 / 42, "state": "drift"},
+                    {"language": "en", "n_reference": 300, "n_current": 310,
+                     "rate_reference": 0.03, "rate_current": 0.04, "state": "ok"}])  # fmt: skip
+    drift["known_miss"]["comparisons"] = {"baseline": test}
+    drift["known_miss"]["state"] = "drift"
+    page = str(render_status_page(STATUS, analytics))
+    moved = page[page.index('id="moved"') :]
+    moved = moved[: moved.index("</section>")]
+    named = "3.3% → 11.7%; rising in de: 7.7% of 39 → 69.0% of 42"
+    assert f"known_miss (baseline): {named}" in moved
+    assert "in en" not in page
+    # the drift table's row too (the sample's known_miss is off for want of a gold set: on)
+    table = str(drift_section(drift))
+    assert "3.3% → 11.7%; rising in de: 7.7% of 39 → 69.0% of 42" in table
+    assert "in en" not in table
