@@ -43,7 +43,9 @@ Measured on seeded pilot-sized streams (a question every ~10 s; tests/service/dr
 (~185 days) raised 2 false alarms with 3 topics and 0 with 10 languages or refusals.
 
 Hysteresis: ``drift`` clears only when the effect falls below the lower ``clear_*``
-thresholds (significance plays no part in clearing). Unlike river detectors, nothing resets
+thresholds (significance plays no part in clearing) at every test, in a row, over a whole
+window of the comparison (:meth:`_WindowedDetector._confirm_clear`; until then the report
+says ``clearing_since``). Unlike river detectors, nothing resets
 after an alarm: the state says whether the drift is still there. A report whose ``drift``
 is held this way — its own test would not raise an alarm (effect below ``min_*`` or p not
 below alpha) but the effect has not fallen below ``clear_*`` — says
