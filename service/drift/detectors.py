@@ -43,12 +43,12 @@ Measured on seeded pilot-sized streams (a question every ~10 s; tests/service/dr
 (~185 days) raised 2 false alarms with 3 topics and 0 with 10 languages or refusals.
 
 Hysteresis: ``drift`` clears only when the effect falls below the lower ``clear_*``
-thresholds (significance plays no part in clearing) at every test, in a row, over a whole
-window of the comparison (:meth:`_WindowedDetector._confirm_clear`; until then the report
-says ``clearing_since``). Unlike river detectors, nothing resets
-after an alarm: the state says whether the drift is still there. A report whose ``drift``
-is held this way — its own test would not raise an alarm (effect below ``min_*`` or p not
-below alpha) but the effect has not fallen below ``clear_*`` — says
+thresholds (significance plays no part in clearing) at every test, in a row, over one
+short current window (``window_s``, or the comparison's window when shorter:
+:meth:`_WindowedDetector.clear_span`; until then the report says ``clearing_since``). Unlike river
+detectors, nothing resets after an alarm: the state says whether the drift is still there. A
+report whose ``drift`` is held this way — its own test would not raise an alarm (effect below
+``min_*`` or p not below alpha) but the effect has not fallen below ``clear_*`` — says
 ``held_by_hysteresis: true``. So does a test too short of events (``insufficient_data``)
 while the comparison was in ``drift``: not tested is not cleared, and the next test with
 enough events applies the clearing rule, not the alarm rule (:meth:`held_open`; before, a
@@ -123,8 +123,9 @@ _INSUFFICIENT: State = "insufficient_data"
 #: (review s39-rev-flap: held without a bound, an alarm stayed ``drift`` for good, through
 #: restarts, on a stream that had gone back to its baseline mix but stayed thin).
 HOLD_UNTESTED_S = 86_400.0
-#: Windows of the comparison's span the weak tests of an open alarm must span, in a row,
-#: before it clears (:meth:`_WindowedDetector._confirm_clear`).
+#: Windows the weak tests of an open alarm must span, in a row, before it clears
+#: (:meth:`_WindowedDetector.clear_span`: of the shorter of the comparison's window and
+#: ``window_s``, so a gold-set comparison's 24 h window adds no day to a clear).
 CLEAR_SPAN = 1.0
 #: ``clearing_since`` after :meth:`_WindowedDetector.rebaseline`: the next weak test clears.
 _CLEAR_AT_ONCE = -1e308
@@ -270,6 +271,9 @@ class _WindowedDetector:
         #: comparison -> event time of the first weak test of an open alarm's current run
         #: of weak tests (the clear rule needs them to span a window: :meth:`_confirm_clear`)
         self._clearing_since: dict[str, float] = {}
+        #: the short window the clear span is capped at (:meth:`clear_span`; ``0.0``: this
+        #: detector's own ``window_s``)
+        self.clear_window_s = 0.0
 
     def hold_untested_s(self, comparison: str) -> float:
         """How long, seconds of event time since ``comparison``'s latest test with enough
@@ -303,6 +307,17 @@ class _WindowedDetector:
         """The span (seconds) of ``comparison``'s current window."""
         config = self.windows
         return config.reference_window_s if comparison == "reference" else config.window_s
+
+    def clear_span(self, comparison: str) -> float:
+        """How long (seconds of event time) the weak tests of an open alarm on
+        ``comparison`` must span, in a row, before it clears (:meth:`_confirm_clear`): one
+        short current window — the shorter of the comparison's window and ``window_s``
+        (24 h gold-set and ``known_*`` comparisons: ``window_s``, not a day more).
+        :attr:`clear_window_s`, when set, stands for ``window_s`` (the drift stage sets the
+        ``known_*`` detectors', whose own ``window_s`` is ``known_window_s``, to
+        ``analytics.drift.window_s``)."""
+        short = self.clear_window_s or self.windows.window_s
+        return CLEAR_SPAN * min(self._span(comparison), short)
 
     def mean_window(self, comparison: str) -> float:
         """The mean count of ``comparison``'s current window over the events' times: the
@@ -539,9 +554,9 @@ class _WindowedDetector:
     def _confirm_clear(self, name: str, report: Any, t: float) -> Any:
         """An open alarm's test (``report``, at event time ``t``) after the clear rule:
         ``ok`` (the effect below the ``clear_*`` thresholds) ends the alarm only once the
-        weak tests in a row since the first of them span :data:`CLEAR_SPAN` windows of the
-        comparison (:meth:`_span`: a whole window of events the first weak test had not
-        seen, and every test between, read weak); until then the report stays ``drift``,
+        weak tests in a row since the first of them span :meth:`clear_span` (one short
+        current window: events the first weak test had not seen, and every test between,
+        read weak); until then the report stays ``drift``,
         ``held_by_hysteresis``, with ``clearing_since`` that first weak test's time. A test
         that reads ``drift`` ends the run. The clear rule takes no p-value, so one window's
         noise could end an alarm whose change still stood (trial 43: Arabic+Chinese 9 %
@@ -552,7 +567,7 @@ class _WindowedDetector:
             self._clearing_since.pop(name, None)
             return report
         since = self._clearing_since.setdefault(name, t)
-        if t - since >= CLEAR_SPAN * self._span(name):
+        if t - since >= self.clear_span(name):
             del self._clearing_since[name]
             return report
         return replace(report, state="drift", held_by_hysteresis=True, clearing_since=since)

@@ -140,8 +140,21 @@ def test_the_trial_stream_gives_the_same_alarms_at_every_batch_size(
 
 def test_the_adversarial_stream_gives_the_same_alarms_at_every_batch_size() -> None:
     # late events that starve the windows, future ones, one held ahead (those batches go
-    # chunk by chunk), rates on some events only
+    # chunk by chunk), rates on some events only; then 400 events (~600 s, a window: the
+    # alarms' weak tests, on starved windows, then span the clear span) of the baseline mix
     stamps, notes = adversarial_stream(3_000)
+    rng = random.Random(8)
+    t = max(stamp for stamp in stamps if stamp < NOW)
+    for _ in range(400):
+        t += rng.expovariate(1 / 1.5)
+        note: dict[str, Any] = {"language": rng.choice(["en"] * 9 + ["es"]),
+                                "topic": rng.choice(["a", "b"])}  # fmt: skip
+        if rng.random() < 0.7:
+            note["refused"] = rng.random() < 0.05
+        if rng.random() < 0.5:
+            note["out_of_scope"] = rng.random() < 0.1
+        stamps.append(round(t, 3))
+        notes.append(note)
     questions = ["q"] * len(stamps)
 
     def stage() -> DriftStage:
@@ -151,16 +164,7 @@ def test_the_adversarial_stream_gives_the_same_alarms_at_every_batch_size() -> N
     runs = {size: _feed(stage(), stamps, notes, questions, (size,)) for size in SIZES}
     runs[0] = _feed(stage(), stamps, notes, questions, (7, 333, 1, 1200, 64))
     report = json.loads(runs[1].partition("]{")[0] + "]")[0]
-    assert {alarm["state"] for alarm in report["alarms"]} >= {"drift"}
-    # the windows starve at the end: the alarms' weak tests (from which main read them
-    # "starved", an ok on starved windows) begin there, less than a window (600 s) before
-    # the stream ends, so the alarms are still held, clearing since those tests
-    assert report["event_time"]["starved"].startswith("22% of the latest 3000 events")
-    for dim, since in (("language", 1790004125.002), ("refusal", 1790004126.684),
-                       ("topic", 1790004181.001)):  # fmt: skip
-        latest = report[dim]["comparisons"]["baseline"]
-        assert latest["state"] == "drift" and latest["clearing_since"] == since
-        assert latest["timestamp"] - since < 600
+    assert {alarm["state"] for alarm in report["alarms"]} >= {"drift", "starved"}
     assert report["event_time"]["late"] > 500 and report["event_time"]["future"] > 10
     for size, run in runs.items():
         assert run == runs[1], f"batch size {size or 'uneven'}"

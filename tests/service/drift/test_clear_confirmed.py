@@ -68,3 +68,40 @@ def test_the_held_report_says_since_when_and_survives_a_restart() -> None:
         for i in range(10):
             again.update(i == 0, m * 60.0 + i * 6.0)
     assert again.state == "ok" and again.reports["reference"].timestamp == 38 * 60.0
+
+
+def test_the_clear_span_is_one_short_window_for_every_comparison() -> None:
+    """The lead's rule (review s44-clear): the weak tests span the shorter of the comparison's
+    window and ``window_s``, so a gold-set comparison's 24 h window adds no day to a clear
+    (DriftDetected would fire a day after a revert). Trial 43's 4 h/12 h windows: 4 h both;
+    the defaults (1 h/24 h): 1 h both; a reference window shorter than ``window_s``: its own."""
+    cases = (
+        (WindowConfig(window_s=14_400, reference_window_s=43_200), 14_400),
+        (WindowConfig(), 3_600),
+        (WindowConfig(window_s=3_600, reference_window_s=1_800), 1_800),
+    )
+    for windows, expected in cases:
+        det = RateDriftDetector(reference=(10, 100), min_count=50, windows=windows)
+        assert det.clear_span("baseline") == windows.window_s
+        assert det.clear_span("reference") == expected
+    known = RateDriftDetector(None, min_count=50, windows=WindowConfig(window_s=86_400))
+    known.clear_window_s = 3_600  # (the drift stage's known_* detectors: analytics window_s)
+    assert known.clear_span("baseline") == 3_600
+
+
+def test_a_gold_set_alarm_clears_one_short_window_after_its_first_weak_test() -> None:
+    """As test_a_reverted_change_clears_once_its_weak_tests_span_a_window, with the gold-set
+    window 1200 s but ``window_s`` 600 s. The test at minute m holds minutes m - 19 .. m - 1
+    and m's first (positive) event, 191 events, k = 39 - m of them high (m >= 20): 9k + 20
+    positives. Wald bound nearest 0 (as the module's): k = 2 (m = 37), 38/191 = 0.199,
+    0.099 - 1.96 sqrt(0.199 * 0.801 / 191 + 0.0009) = +0.017 (weak); k = 3 (m = 36), 47/191 =
+    0.246, 0.146 - 0.085 = +0.061 (not). First weak test at 37 min; the clear 600 s later, at
+    47 min (a span of the gold-set window: 57 min)."""
+    windows = WindowConfig(window_s=600, reference_window_s=1200, test_every_s=60,
+                           baseline="none")  # fmt: skip
+    det = RateDriftDetector(reference=(10, 100), min_count=50, windows=windows)
+    states = _feed(det, [True] * 20 + [False] * 50)
+    cleared = [t for (t, s), (_, b) in zip(states[1:], states, strict=False)
+               if s == "ok" and b == "drift"]  # fmt: skip
+    assert cleared == [47 * 60.0]  # main: 37 min; a gold-set window's span: 57 min
+    assert det.n_alarms == 1
