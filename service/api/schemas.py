@@ -196,14 +196,18 @@ class DimensionDrift(TypedDict, total=False):
     (``suppressed_categories``, ``confounded``, ``not_tested``, ``hysteresis``:
     :data:`service.drift.stage.HELD_BECAUSE`), a ``not_tested`` one its latest test with
     enough events in ``last_test`` (the same shape; its own JSD ``NaN`` and p ``1.0`` are the
-    untested defaults); ``held_by_hysteresis`` is the detector's: the effect is between the
-    clear and alarm thresholds, or no test ran; ``suppressed`` / ``suppressed_categories``
-    say why the dimension / a category raises no alarm; ``confounded`` ``{"by", "reason"}``
-    and, when only some of ``by``'s categories confound it, ``"categories"`` (a list): the
-    dimension raises no alarm while ``by`` drifts too (topic by language: the topic
-    assignment is measurably worse in one language; or, with ``categories``, while ``by``'s
-    drift moves one of those languages,
-    which the gold set does not show about as good). ``terms`` (rising terms) adds its
+    untested defaults); ``held_by_hysteresis`` is the detector's: the effect is not below
+    the clear thresholds (half the alarm's) at every test over the clear span (one current
+    window: ``window_s``, or the comparison's window when shorter), or no test ran;
+    ``clearing_since`` (Unix seconds; absent when not clearing): the first of the tests in a
+    row that read the effect below the clear thresholds, which end the alarm once they span
+    the clear span (``held`` then says since when and the earliest end); ``suppressed`` /
+    ``suppressed_categories`` say why the dimension / a category raises no alarm; ``confounded``
+    ``{"by", "reason"}`` and, when only some of ``by``'s categories confound it,
+    ``"categories"`` (a list): the dimension raises no alarm while ``by`` drifts too (topic by
+    language: the topic assignment is measurably worse in one language; or, with
+    ``categories``, while ``by``'s drift moves one of those languages, which the gold set
+    does not show about as good). ``terms`` (rising terms) adds its
     false-alarm budget per day ``alpha_per_day`` and ``min_term_questions`` (the questions a
     term must be in to be tested and reported); its test says ``terms_tested`` and lists
     ``rising`` terms, each with its ``surface`` form, shares and counts, Mantel–Haenszel odds

@@ -43,10 +43,12 @@ Measured on seeded pilot-sized streams (a question every ~10 s; tests/service/dr
 (~185 days) raised 2 false alarms with 3 topics and 0 with 10 languages or refusals.
 
 Hysteresis: ``drift`` clears only when the effect falls below the lower ``clear_*``
-thresholds (significance plays no part in clearing). Unlike river detectors, nothing resets
-after an alarm: the state says whether the drift is still there. A report whose ``drift``
-is held this way — its own test would not raise an alarm (effect below ``min_*`` or p not
-below alpha) but the effect has not fallen below ``clear_*`` — says
+thresholds (significance plays no part in clearing) at every test, in a row, over one
+short current window (``window_s``, or the comparison's window when shorter:
+:meth:`_WindowedDetector.clear_span`; until then the report says ``clearing_since``). Unlike river
+detectors, nothing resets after an alarm: the state says whether the drift is still there. A
+report whose ``drift`` is held this way — its own test would not raise an alarm (effect below
+``min_*`` or p not below alpha) but the effect has not fallen below ``clear_*`` — says
 ``held_by_hysteresis: true``. So does a test too short of events (``insufficient_data``)
 while the comparison was in ``drift``: not tested is not cleared, and the next test with
 enough events applies the clearing rule, not the alarm rule (:meth:`held_open`; before, a
@@ -121,6 +123,12 @@ _INSUFFICIENT: State = "insufficient_data"
 #: (review s39-rev-flap: held without a bound, an alarm stayed ``drift`` for good, through
 #: restarts, on a stream that had gone back to its baseline mix but stayed thin).
 HOLD_UNTESTED_S = 86_400.0
+#: Windows the weak tests of an open alarm must span, in a row, before it clears
+#: (:meth:`_WindowedDetector.clear_span`: of the shorter of the comparison's window and
+#: ``window_s``, so a gold-set comparison's 24 h window adds no day to a clear).
+CLEAR_SPAN = 1.0
+#: ``clearing_since`` after :meth:`_WindowedDetector.rebaseline`: the next weak test clears.
+_CLEAR_AT_ONCE = -1e308
 _DEFAULT_WINDOWS = WindowConfig()
 
 
@@ -142,6 +150,10 @@ class CategoricalDriftReport:
     falling: tuple[ShareChange, ...] = ()
     new_categories: tuple[str, ...] = ()  # absent from the reference side
     held_by_hysteresis: bool = False  # drift kept only because the effect is not yet clear
+    # event time (Unix seconds) of the first of the weak tests in a row (effect below the
+    # clear_* thresholds) that have not yet spanned a window: the drift is held until they
+    # do (CLEAR_SPAN; 0.0 when not clearing, and left out of to_dict)
+    clearing_since: float = 0.0
     # why this test could not alarm whatever the data: its Monte-Carlo p-value cannot go
     # below p_floor = 1 / (resamples + 1) > alpha ("" and 0 otherwise; left out of to_dict)
     cannot_alarm: str = ""
@@ -157,6 +169,7 @@ class CategoricalDriftReport:
         reference was standardised)."""
         skip = ("rising", "falling") + (() if self.cannot_alarm else ("cannot_alarm", "p_floor"))
         skip += () if self.adjusted_for else ("adjusted_for",)
+        skip += () if self.clearing_since else ("clearing_since",)
         out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["rising"] = [s._asdict() for s in self.rising]
         out["falling"] = [s._asdict() for s in self.falling]
@@ -192,6 +205,7 @@ class RateDriftReport:
     alpha: float = 0.0
     method: str = "none"
     held_by_hysteresis: bool = False  # drift kept only because the effect is not yet clear
+    clearing_since: float = 0.0  # as CategoricalDriftReport's (left out of to_dict when 0)
     # a drift whose window is not one rate: its newest part since the change (newest_part)
     recent_s: float = 0.0  # the newest part's span, seconds (0: none found or not drift)
     window_s: float = 0.0  # the current window's span, seconds
@@ -206,6 +220,8 @@ class RateDriftReport:
         """JSON-able form (without the newest part's fields when there is none, nor
         ``languages`` when no per-language test ran)."""
         out = dict(self.__dict__)
+        if not self.clearing_since:
+            del out["clearing_since"]
         if not self.recent_s:
             for key in ("recent_s", "window_s", "n_recent", "rate_recent"):
                 del out[key]
@@ -261,6 +277,12 @@ class _WindowedDetector:
         #: the standardised reference each comparison's latest test compared with, when it
         #: was adjusted (:meth:`compared`; not kept in snapshots: the next test sets it)
         self._adjusted_refs: dict[str, tuple[dict[str, int], str]] = {}
+        #: comparison -> event time of the first weak test of an open alarm's current run
+        #: of weak tests (the clear rule needs them to span a window: :meth:`_confirm_clear`)
+        self._clearing_since: dict[str, float] = {}
+        #: the short window the clear span is capped at (:meth:`clear_span`; ``0.0``: this
+        #: detector's own ``window_s``)
+        self.clear_window_s = 0.0
 
     def hold_untested_s(self, comparison: str) -> float:
         """How long, seconds of event time since ``comparison``'s latest test with enough
@@ -294,6 +316,17 @@ class _WindowedDetector:
         """The span (seconds) of ``comparison``'s current window."""
         config = self.windows
         return config.reference_window_s if comparison == "reference" else config.window_s
+
+    def clear_span(self, comparison: str) -> float:
+        """How long (seconds of event time) the weak tests of an open alarm on
+        ``comparison`` must span, in a row, before it clears (:meth:`_confirm_clear`): one
+        short current window — the shorter of the comparison's window and ``window_s``
+        (24 h gold-set and ``known_*`` comparisons: ``window_s``, not a day more).
+        :attr:`clear_window_s`, when set, stands for ``window_s`` (the drift stage sets the
+        ``known_*`` detectors', whose own ``window_s`` is ``known_window_s``, to
+        ``analytics.drift.window_s``)."""
+        short = self.clear_window_s or self.windows.window_s
+        return CLEAR_SPAN * min(self._span(comparison), short)
 
     def mean_window(self, comparison: str) -> float:
         """The mean count of ``comparison``'s current window over the events' times: the
@@ -422,8 +455,11 @@ class _WindowedDetector:
                             self.alpha_per_test(comparison))  # fmt: skip
 
     def rebaseline(self) -> Self:
-        """Start a new warm-up now (``frozen`` baseline), e.g. after accepting a drift."""
+        """Start a new warm-up now (``frozen`` baseline), e.g. after accepting a drift. The
+        first test against the new baseline applies the clear rule at once (no run of weak
+        tests to wait for: it compares with traffic after the change)."""
         self._windows.rebaseline()
+        self._clearing_since["baseline"] = _CLEAR_AT_ONCE
         return self
 
     def _ingest(
@@ -506,16 +542,44 @@ class _WindowedDetector:
                 self._states[name] = _INSUFFICIENT
                 empty = self._empty_report(name, t, n_ref, n_cur)
                 empty = replace(empty, adjusted_for=adjusted) if adjusted else empty
-                self._reports[name] = replace(empty, held_by_hysteresis=True) if held else empty
+                if held:  # (not tested is not cleared: a run of weak tests goes on)
+                    since = max(self._clearing_since.get(name, 0.0), 0.0)
+                    empty = replace(empty, held_by_hysteresis=True, clearing_since=since)
+                else:
+                    self._clearing_since.pop(name, None)
+                self._reports[name] = empty
                 continue
             before = "drift" if held else before
             self._tested_at[name] = t
             report = self._assess(name, ref, current, before, t, self.alpha_per_test(name))
+            if before == "drift":
+                report = self._confirm_clear(name, report, t)
             if adjusted:
                 report = replace(report, adjusted_for=adjusted)
             self.n_alarms += report.state == "drift" and before != "drift"
             self._states[name], self._reports[name] = report.state, report
             self._last_tested[name] = report
+
+    def _confirm_clear(self, name: str, report: Any, t: float) -> Any:
+        """An open alarm's test (``report``, at event time ``t``) after the clear rule:
+        ``ok`` (the effect below the ``clear_*`` thresholds) ends the alarm only once the
+        weak tests in a row since the first of them span :meth:`clear_span` (one short
+        current window: events the first weak test had not seen, and every test between,
+        read weak); until then the report stays ``drift``,
+        ``held_by_hysteresis``, with ``clearing_since`` that first weak test's time. A test
+        that reads ``drift`` ends the run. The clear rule takes no p-value, so one window's
+        noise could end an alarm whose change still stood (trial 43: Arabic+Chinese 9 %
+        -> 15-19 % of the traffic, a 4 h window of ~160 events whose share-change bounds
+        wander ±5 points, read weak once at 12-03 19:01 and was never weak again in a row).
+        """
+        if report.state != "ok":
+            self._clearing_since.pop(name, None)
+            return report
+        since = self._clearing_since.setdefault(name, t)
+        if t - since >= self.clear_span(name):
+            del self._clearing_since[name]
+            return report
+        return replace(report, state="drift", held_by_hysteresis=True, clearing_since=since)
 
     _reference: dict[str, int] | None
 
@@ -552,6 +616,7 @@ class _WindowedDetector:
             "window_time": {name: list(kept) for name, kept in self._window_time.items()},
             "tests_at": [self._first_test, self._last_test],
             "tested_at": dict(self._tested_at),
+            "clearing_since": dict(self._clearing_since),
             # only where the latest report lacked events (otherwise it is that report)
             "last_tested": {
                 name: report.to_dict()
@@ -606,6 +671,8 @@ class _WindowedDetector:
         if not isinstance(tested, dict):
             tested = {name: report.timestamp for name, report in self._reports.items()}
         self._tested_at = {str(k): float(v) for k, v in tested.items() if k in self._states}
+        since = state.get("clearing_since") or {}  # (older snapshots: none)
+        self._clearing_since = {str(k): float(v) for k, v in since.items() if k in self._states}
         # a report with enough events is its own latest test; older snapshots kept none else
         self._last_tested = {name: report for name, report in self._reports.items()
                              if report.state != _INSUFFICIENT}  # fmt: skip

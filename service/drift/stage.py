@@ -346,6 +346,8 @@ class DriftStage:
             )
             for dim in RATES
         }
+        for dim in KNOWN:  # (a revert clears one short window later, not a known day)
+            self.rates[dim].clear_window_s = float(windows.window_s)
         self.terms: TermsDriftDetector | None = None
         if terms and windows.baseline != "none":
             self.terms = TermsDriftDetector(
@@ -645,7 +647,11 @@ class DriftStage:
         """Why the open alarm of ``dim``'s comparison ``name`` is held although its latest
         test (``report``) would not open one (``None``: it is not held this way), e.g.
         ``"only novel (uncalibrated: …) rises, which alone raises no alarm; the alarm stays
-        open until the effect falls below half the threshold"``.
+        open until every test shows the effect below half the threshold for 1 h"``; once a
+        test reads the effect below half the threshold (``clearing_since``, whatever else
+        holds it), when it may end: ``"effect below half the threshold since 2026-01-01
+        10:40 UTC; the alarm ends once every test stays so for 1 h (2026-01-01 11:40 UTC at
+        the earliest)"``.
 
         The rule (trial 24, MEDIUM 2): a category suppression or a confound decides only
         whether a move into ``drift`` *opens* an alarm. Once open, the alarm ends only by the
@@ -656,9 +662,9 @@ class DriftStage:
         the report says so in ``held``, ``held_because: not_tested``, ``last_test``;
         for at most the detector's ``hold_untested_s``, a day or the window span, since the
         latest test with enough events: a lasting fall of the traffic ends it not tested):
-        it ends when a test shows the effect below the ``clear_*`` thresholds (half the
-        alarm's), or when the whole dimension is suppressed (:meth:`suppress`: the entry
-        that ends it says why).
+        it ends when every test over the detector's ``clear_span`` (one short current window)
+        shows the effect below the ``clear_*`` thresholds (half the alarm's), or when the whole
+        dimension is suppressed (:meth:`suppress`: the entry that ends it says why).
         Before, an open topic alarm whose only rising category at one test was the
         uncalibrated ``novel`` read ``uncalibrated`` there, left drift, and opened a new alarm
         at the next test where another topic's rise was significant again: 3 alarms (and 3
@@ -666,9 +672,11 @@ class DriftStage:
         if (report is None or report.state != "drift" or dim in self.suppressed
                 or self._last_state.get(f"{dim}/{name}") != "drift"):  # fmt: skip
             return None
+        span_s = self._detectors()[dim].clear_span(name)
+        if getattr(report, "clearing_since", 0.0):  # weak already: when it may end
+            return clearing_text(report.clearing_since, span_s)
         why = self._quieted(dim, report, name, reports)
-        return None if why is None else (f"{why}; the alarm stays open until the effect "
-                                         "falls below half the threshold")  # fmt: skip
+        return None if why is None else f"{why}; {_until_clear(span_s)}"
 
     def _confounded_now(
         self, dim: str, name: str, reports: Mapping[str, Mapping[str, Any]] | None = None
@@ -1144,7 +1152,8 @@ class DriftStage:
                            else quiet[0] if quiet is not None else None)  # fmt: skip
                 if test.get("tested_state") == "insufficient_data" and state == "drift":
                     last = detector.last_tested(name)
-                    held, because = _untested_held(test, last, detector.hold_untested_s(name))
+                    held, because = _untested_held(test, last, detector.hold_untested_s(name),
+                                                   detector.clear_span(name))  # fmt: skip
                     if last is not None:
                         test["last_test"] = last.to_dict()
                 if held is not None:  # open, though this test alone would open no alarm
@@ -1331,26 +1340,51 @@ def _named_by(alarms: list[dict[str, Any]], last_state: Mapping[str, str]
 HELD_BECAUSE = ("hysteresis", "suppressed_categories", "confounded", "not_tested")
 
 
-def _untested_held(test: Mapping[str, Any], last: Any, bound_s: float) -> tuple[str, str]:
+def _until_clear(span_s: float) -> str:
+    """How an open alarm ends by the clear rule, in words (``span_s``: the detector's
+    ``clear_span``): ``"the alarm stays open until every test shows the effect below half
+    the threshold for 1 h"``."""
+    return (f"the alarm stays open until every test shows the effect below half the "
+            f"threshold for {_duration(span_s)}")  # fmt: skip
+
+
+def clearing_text(since: float, span_s: float) -> str:
+    """An open alarm whose tests read the effect below half the threshold since ``since``
+    (``clearing_since``), not yet for ``span_s`` seconds (the clear span), in words.
+
+    >>> clearing_text(1767264000.0, 14400.0)
+    'effect below half the threshold since 2026-01-01 10:40 UTC; the alarm ends once every \
+test stays so for 4 h (2026-01-01 14:40 UTC at the earliest)'
+    """
+    return (f"effect below half the threshold since {_utc(since)}; the alarm ends once "
+            f"every test stays so for {_duration(span_s)} ({_utc(since + span_s)} at the "
+            "earliest)")  # fmt: skip
+
+
+def _untested_held(test: Mapping[str, Any], last: Any, bound_s: float,
+                   span_s: float = 3600.0) -> tuple[str, str]:  # fmt: skip
     """``(held, "not_tested")`` for a comparison whose open alarm a test too short of events
     holds (``test``: its report's dict, with ``insufficient``, the reason; ``last``: its
     latest report with enough events, ``None`` when not known; ``bound_s``: how long, seconds
     since that test, tests too short of events hold it), e.g. ``"not tested at 2026-01-01
     16:15 UTC: <why>. Its latest test with enough events, at 2026-01-01 10:40 UTC, read drift
-    (JSD 0.249, p 1.37e-202); the alarm stays open until a test shows the effect below half
-    the threshold, or 24 h pass since that test (it then ends, not tested)"``. The figures
-    are the latest test's, never the untested one's (review s40: "JSD nan, p 1.000")."""
+    (JSD 0.249, p 1.37e-202); the alarm stays open until every test shows the effect below
+    half the threshold for 1 h, or 24 h pass since that test (it then ends, not tested)"``;
+    ``span_s``: the detector's ``clear_span``. When the tests read the effect below half the
+    threshold already (``clearing_since`` on ``test``), it says since when and when the alarm
+    may end (:func:`clearing_text`) instead. The figures are the latest test's, never the
+    untested one's (review s40: "JSD nan, p 1.000")."""
     why = test.get("insufficient") or "too few events"
     bound = _duration(bound_s)
     now = f"not tested at {_utc(float(test['timestamp']))}: {why}"
+    since = float(test.get("clearing_since") or 0.0)
+    until = clearing_text(since, span_s) if since else _until_clear(span_s)
     if last is None:  # (a snapshot written before the latest test was kept)
-        return (f"{now}; the alarm stays open until a test shows the effect below half the "
-                f"threshold, or {bound} pass since its latest test with enough events (it "
-                "then ends, not tested)", "not_tested")  # fmt: skip
+        return (f"{now}; {until}, or {bound} pass since its latest test with enough events "
+                "(it then ends, not tested)", "not_tested")  # fmt: skip
     return (f"{now}. Its latest test with enough events, at {_utc(last.timestamp)}, read "
-            f"{last.state} ({figures_text(last.to_dict())}); the alarm stays open until a "
-            f"test shows the effect below half the threshold, or {bound} pass since that "
-            "test (it then ends, not tested)", "not_tested")  # fmt: skip
+            f"{last.state} ({figures_text(last.to_dict())}); {until}, or {bound} pass since "
+            "that test (it then ends, not tested)", "not_tested")  # fmt: skip
 
 
 def figures_text(test: Mapping[str, Any]) -> str:

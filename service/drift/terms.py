@@ -247,11 +247,13 @@ class TermsDriftReport:
     alpha_per_day: float = 0.0
     rising: tuple[TermChange, ...] = ()
     held_by_hysteresis: bool = False
+    clearing_since: float = 0.0  # as CategoricalDriftReport's (left out of to_dict when 0)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (``TermChange`` rows become dicts; an infinite odds ratio — a
         term absent from the baseline — is written ``1e308``: JSON has no infinity)."""
-        out = {k: v for k, v in self.__dict__.items() if k != "rising"}
+        skip = ("rising",) + (() if self.clearing_since else ("clearing_since",))
+        out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["rising"] = [{**row._asdict(), "odds_ratio": _finite(row.odds_ratio)}
                          for row in self.rising]  # fmt: skip
         return out

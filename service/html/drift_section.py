@@ -36,7 +36,8 @@ HELD_NOTE = (
     "Held by hysteresis: this test alone would not raise an alarm (its effect is below the "
     "alarm threshold, or its p-value not below alpha), but drift clears only once the effect "
     "falls below the clear thresholds (JSD 0.025 and every share change 2.5 points; a rate "
-    "change 2.5 points), so the drift declared earlier stands."
+    "change 2.5 points) at every test for one current window (analytics.drift.window_s, or "
+    "the comparison's window when shorter), so the drift declared earlier stands."
 )
 
 

@@ -4,8 +4,9 @@ The rule (:meth:`service.drift.stage.DriftStage.held`): a suppressed category (a
 uncalibrated ``novel``) or a confound decides only whether a move into ``drift`` *opens* an
 alarm. An open alarm is held by the detector's hysteresis alone — whatever the calibration of
 the categories rising at a later test, and through tests too short of events
-(``insufficient_data``: not tested is not cleared) — and ends when a test shows the effect
-below half the threshold, or when the whole dimension is suppressed (its entry says why).
+(``insufficient_data``: not tested is not cleared) — and ends when every test over one window (the
+clear span) shows the effect below half the threshold, or when the whole dimension is suppressed
+(its entry says why).
 
 The streams are hand-made and deterministic: one event every 10 s, each phase a fixed cycle
 of topics, with the stage's default windows (1 h current window, 6 h frozen baseline, a test
@@ -54,8 +55,8 @@ THIN_WHY = (
 )
 UNTESTED_HELD = (
     f"not tested at 2026-01-01 16:15 UTC: {THIN_WHY}. Its latest test with enough events, at "
-    "2026-01-01 10:45 UTC, read drift (JSD 0.234, p 1.41e-162); the alarm stays open until a "
-    "test shows the effect below half the threshold, or 24 h pass since that test (it then "
+    "2026-01-01 10:45 UTC, read drift (JSD 0.234, p 1.41e-162); the alarm stays open until every "
+    "test shows the effect below half the threshold for 1 h, or 24 h pass since that test (it then "
     "ends, not tested)"
 )
 
@@ -111,8 +112,8 @@ def test_an_open_alarm_is_held_while_only_the_uncalibrated_category_rises() -> N
     # only the uncalibrated category rises
     assert test["held_by_hysteresis"] is False and test["held_because"] == "suppressed_categories"
     assert test["held"] == (f"only novel ({NOVEL_WHY}) rises, which alone raises no alarm; "
-                            "the alarm stays open until the effect falls below half the "
-                            "threshold")  # fmt: skip
+                            "the alarm stays open until every test shows the effect below "
+                            "half the threshold for 1 h")  # fmt: skip
     assert drift.states()["topic"] == "drift"
     _feed(drift, [(720, BOTH)], first=4800)
     assert _topic(drift) == [("drift", ["novel", "x"])]  # one alarm, no "uncalibrated" entry
@@ -288,9 +289,9 @@ def test_a_snapshot_without_the_latest_test_says_no_test_ran_and_shows_no_figure
     test = _baseline(rerun)
     assert "last_test" not in test and test["held_because"] == "not_tested"
     assert test["held"] == (
-        f"not tested at 2026-01-01 16:15 UTC: {THIN_WHY}; the alarm stays open until a test "
-        "shows the effect below half the threshold, or 24 h pass since its latest test with "
-        "enough events (it then ends, not tested)"
+        f"not tested at 2026-01-01 16:15 UTC: {THIN_WHY}; the alarm stays open until every "
+        "test shows the effect below half the threshold for 1 h, or 24 h pass since its latest "
+        "test with enough events (it then ends, not tested)"
     )
     doc = replay_report(extras=False)
     doc["analytics"]["drift"] = rerun.report()
@@ -333,7 +334,7 @@ def test_a_held_row_says_why_on_every_surface_uncalibrated_only() -> None:
     _feed(drift, [(3000, BASE), (720, BOTH), (1080, NOVEL_ONLY)])
     test, row, text = _surfaces(drift)
     held = (f"only novel ({NOVEL_WHY}) rises, which alone raises no alarm; the alarm stays "
-            "open until the effect falls below half the threshold")  # fmt: skip
+            "open until every test shows the effect below half the threshold for 1 h")  # fmt: skip
     assert (test["held_by_hysteresis"], test["held_because"], test["held"]) == (
         False, "suppressed_categories", held)  # fmt: skip
     assert row == [
@@ -364,3 +365,24 @@ def test_a_held_untested_row_says_no_test_ran_why_and_its_latest_test() -> None:
     ]  # fmt: skip
     assert f"  topic vs baseline drift held: {UNTESTED_HELD}" in text
     assert not any("nan" in cell for cell in row)
+
+
+def test_a_clearing_row_says_since_when_and_when_it_may_end_on_every_surface() -> None:
+    """Review s44-clear: a held row whose test read JSD 0.000 said "the alarm stays open until
+    the effect falls below half the threshold". Now it says the effect is below it since the
+    first weak test and the earliest end: that test plus the clear span (1 h, the default
+    ``window_s``). The topic alarm is confounded by language (which drifts: hi), then the mix
+    goes back to the baseline's: the 1 h window's tests from 13:10 read weak."""
+    drift = _stage()
+    drift.confound("topic", "language", "topic labels worse in hi")
+    nxt = _feed(drift, [(3000, BASE), (720, BOTH)])
+    nxt = _feed(drift, [(720, BOTH)], first=nxt, languages=("en", "hi"))
+    _feed(drift, [(14 * 30, BASE)], first=nxt, languages=("en", "hi"))
+    test, row, text = _surfaces(drift)
+    held = ("effect below half the threshold since 2026-01-01 13:10 UTC; the alarm ends once "
+            "every test stays so for 1 h (2026-01-01 14:10 UTC at the earliest)")  # fmt: skip
+    assert test["clearing_since"] == (START + timedelta(hours=13, minutes=10)).timestamp()
+    assert (test["state"], test["js_divergence"], test["held"]) == ("drift", 0.0, held)
+    assert "until the effect falls below" not in str(test)
+    assert row[-1].endswith("held: " + held)
+    assert f"  topic vs baseline drift held: {held}" in text

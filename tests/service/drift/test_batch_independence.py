@@ -140,8 +140,21 @@ def test_the_trial_stream_gives_the_same_alarms_at_every_batch_size(
 
 def test_the_adversarial_stream_gives_the_same_alarms_at_every_batch_size() -> None:
     # late events that starve the windows, future ones, one held ahead (those batches go
-    # chunk by chunk), rates on some events only
+    # chunk by chunk), rates on some events only; then 400 events (~600 s, a window: the
+    # alarms' weak tests, on starved windows, then span the clear span) of the baseline mix
     stamps, notes = adversarial_stream(3_000)
+    rng = random.Random(8)
+    t = max(stamp for stamp in stamps if stamp < NOW)
+    for _ in range(400):
+        t += rng.expovariate(1 / 1.5)
+        note: dict[str, Any] = {"language": rng.choice(["en"] * 9 + ["es"]),
+                                "topic": rng.choice(["a", "b"])}  # fmt: skip
+        if rng.random() < 0.7:
+            note["refused"] = rng.random() < 0.05
+        if rng.random() < 0.5:
+            note["out_of_scope"] = rng.random() < 0.1
+        stamps.append(round(t, 3))
+        notes.append(note)
     questions = ["q"] * len(stamps)
 
     def stage() -> DriftStage:
