@@ -165,6 +165,34 @@ _ISO_CONTENT: frozenset[str] = frozenset(
 )
 
 
+#: The content words among stopwords-iso's two-character Chinese entries, read one by one
+#: (s44): "begin", "local" (twice), "result", "compare", "replace", "blink", "the whole
+#: body", "all of", "the moment"; the other 2-character entries are pronouns, conjunctions,
+#: prepositions, adverbs and interjections ("因此" therefore, "根据" according to, "我们" we).
+_ZH_CONTENT = frozenset("开始 本地 当地 结果 对比 替代 眨眼 全体 全部 时候".split())
+#: Two-character question and function bigrams stopwords-iso lacks as entries: the halves of
+#: 为什么 (why), 是什么 (is what), the particles with 的 (of), and 哪一 / 多大 (which / how).
+_ZH_FUNCTION = frozenset("为什 是什 什么 的是 是在 在哪 哪一 多大 哪位 是谁 的一 是哪 一年".split())
+
+
+@functools.cache
+def han_stop_bigrams() -> frozenset[str]:
+    """Chinese function bigrams for topic labels, whose Han terms are character bigrams
+    (:func:`service.topics.model._words`): stopwords-iso's two-character ``zh`` entries (the
+    stopwords-iso collection, MIT) less the content words among them (:data:`_ZH_CONTENT`),
+    with :data:`_ZH_FUNCTION`.
+
+    >>> {"因此", "根据", "我们", "什么", "为什"} <= han_stop_bigrams()
+    True
+    >>> {"开始", "结果", "议会", "欧洲"} & han_stop_bigrams()
+    set()
+    """
+    import stopwordsiso
+
+    listed = {w for w in stopwordsiso.stopwords("zh") if len(w) == 2}
+    return frozenset((listed - _ZH_CONTENT) | _ZH_FUNCTION)
+
+
 @functools.cache
 def stop_words(language: str) -> frozenset[str]:
     """The stop words of ``language`` (a langdetect code, optionally with a script or region:
