@@ -165,9 +165,10 @@ def _split_quiet(split: dict[str, Any]) -> str:
     """The topic-language association line when the topics do not follow language."""
     from service.topics.quality import LANGUAGE_SPLIT_V
 
-    return (f"topics by subject, not language: Cramér's V between topic and language "
-            f"{split['v']:.2f} (bias-corrected; {split['n']} texts in "
-            f"{', '.join(split['languages'])}) <= {LANGUAGE_SPLIT_V:g}")  # fmt: skip
+    return (f"topic-language association: Cramér's V between topic and language "
+            f"{split['v']:.2f} (bias-corrected; 0 a subject split, 1 each topic one language; "
+            f"{split['n']} texts in {', '.join(split['languages'])}) <= {LANGUAGE_SPLIT_V:g}, "
+            "no notice")  # fmt: skip
 
 
 def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float,

@@ -615,7 +615,13 @@ def language_split(model: Any, min_rows: int) -> dict[str, Any] | None:
     (:func:`service.topics.quality.topic_language_association` of its ``language_topics``,
     languages with at least ``min_rows`` fitted texts) with its notice under ``"text"``
     (:func:`service.topics.quality.language_split_text`, None at or below the threshold);
-    ``None`` when not measurable (or a stand-in model without the attribute)."""
+    ``None`` when not measurable (or a stand-in model without the attribute), and for a
+    model of labelled topics: its topics are the user's labels, so the association would
+    describe the labels, not the embedding (their per-language held-out agreement,
+    :func:`service.topics.quality.language_bias`, says how the embedding serves each
+    language)."""
+    if getattr(model, "supervised", False):
+        return None
     found = topic_language_association(getattr(model, "language_topics", None) or {}, min_rows)
     return None if found is None else {**found, "text": language_split_text(found)}
 

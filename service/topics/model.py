@@ -114,7 +114,12 @@ from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.language.tags import language_key
 from service.records import PLACEHOLDERS
-from service.text.stop_words import ENGLISH_STOP_WORDS, han_stop_bigrams, stop_words
+from service.text.stop_words import (
+    ENGLISH_STOP_WORDS,
+    han_function_bigram,
+    han_stop_bigrams,
+    stop_words,
+)
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 from service.topics.quality import topic_agreement
 
@@ -480,6 +485,7 @@ class TopicModel:
                 method=f"{min(config.cv_folds, len(texts))}-fold cross-validated nearest "
                        f"centroid on {len(texts)} labelled gold questions",
             )  # fmt: skip
+        language_topics = _language_topics(keys, [names[i] for i in assigned.tolist()])
         state = {
             "centroids": np.asarray(centroids, dtype=np.float32),
             "reference": reference,
@@ -501,7 +507,9 @@ class TopicModel:
             "language_centres": centres,
             # texts per language and topic: how much the topics follow language
             # (service.topics.quality.topic_language_association; trial 43 M4)
-            "language_topics": _language_topics(keys, [names[i] for i in assigned.tolist()]),
+            # (labelled topics: None, the counts would describe the user's labels, not the
+            # embedding; their per-language held-out agreement, language_bias, says it)
+            "language_topics": None if labels is not None else language_topics,
         }
         # off, the setting is left out: the versions of models fitted before it existed hold
         # min_kappa gates the fitted model (analytics), it changes nothing of the fit
@@ -1118,10 +1126,11 @@ def _language_topics(languages: Sequence[str], topics: Sequence[str]
     return {g: dict(sorted(out[g].items())) for g in sorted(out)}
 
 
-#: A run of Han characters (CJK Unified Ideographs, Extension A, Compatibility), of
-#: katakana, or of hiragana, inside a label token (:func:`_cjk_terms`).
+#: A run of Han characters (CJK Unified Ideographs, Extension A, Compatibility, with the
+#: iteration mark 々 and the ideographic zero 〇, never terms alone), of katakana, or of
+#: hiragana, inside a label token (:func:`_cjk_terms`).
 _CJK_RUN = re.compile(
-    r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([\u30a0-\u30ff]+)"
+    r"([\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([\u30a0-\u30ff]+)"
     r"|([\u3040-\u309f]+)"
 )
 
@@ -1130,34 +1139,34 @@ def _cjk_terms(token: str) -> list[str]:
     """The label terms of a token holding Han or kana (Chinese and Japanese have no spaces:
     the token is a whole clause): each Han run's overlapping character bigrams, as CJK search
     engines index such text (Lucene's ``CJKBigramFilter``, used by Elasticsearch's ``cjk``
-    analyzer), without the Chinese function bigrams (:func:`han_stop_bigrams`); a lone Han
-    character is no term (一 character is most often a function one: 于, 中, 的); a katakana
-    run of two or more is one term (loanwords and names); hiragana is left out (particles and
-    inflections); the rest of the token (digits, Latin) as the other tokens' rule has it.
+    analyzer), without the Chinese function bigrams (:func:`han_stop_bigrams`) and the
+    bigrams holding a function character (:func:`han_function_bigram`: 的, 了, 是, 吗, 呢);
+    a lone Han character is no term (一 character is most often a function one: 于, 中, 的);
+    a katakana run of two or more is one term (loanwords and names); hiragana is left out
+    (particles and inflections). The rest of the token (a Latin word or number glued to the
+    Han text: "abc圆圈", "iPhone15的价格") is no term: before the bigrams the whole token was
+    one term, so counting "abc" now would move the weights, hence the labels, of the other
+    languages' topics holding "abc" (a Latin word spaced off the Han text is a token of its
+    own, counted as ever).
 
     >>> _cjk_terms("欧洲议会的权力")
-    ['欧洲', '洲议', '议会', '会的', '的权', '权力']
+    ['欧洲', '洲议', '议会', '权力']
     >>> _cjk_terms("因此根据")  # each bigram a function word or across two
     ['此根']
-    >>> _cjk_terms("1981年"), _cjk_terms("コンピュータの歴史")
-    ([], ['コンピュータ', '歴史'])
+    >>> _cjk_terms("1981年"), _cjk_terms("コンピュータの歴史"), _cjk_terms("abc圆圈")
+    ([], ['コンピュータ', '歴史'], ['圆圈'])
+    >>> _cjk_terms("的价格是多少"), _cjk_terms("人々"), _cjk_terms("々")  # 多少: stopwords-iso
+    (['价格'], ['人々'], [])
     """
     stop = han_stop_bigrams()
     out: list[str] = []
-    end = 0
     for match in _CJK_RUN.finditer(token):
-        rest = token[end : match.start()]
-        end = match.end()
-        if rest and not rest.isdigit() and (len(rest) > 1 or not rest.isascii()):
-            out.append(rest)
         han, katakana = match.group(1), match.group(2)
         if han:
-            out += [b for b in (han[i : i + 2] for i in range(len(han) - 1)) if b not in stop]
+            out += [b for b in (han[i : i + 2] for i in range(len(han) - 1))
+                    if b not in stop and not han_function_bigram(b)]  # fmt: skip
         elif katakana and len(katakana) > 1:
             out.append(katakana)
-    rest = token[end:]
-    if rest and not rest.isdigit() and (len(rest) > 1 or not rest.isascii()):
-        out.append(rest)
     return out
 
 

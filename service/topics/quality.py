@@ -549,7 +549,9 @@ def topic_language_association(counts: Mapping[str, Mapping[str, int]], min_rows
     k_corr = k - (k - 1) ** 2 / (n - 1)
     r_corr = r - (r - 1) ** 2 / (n - 1)
     denominator = min(k_corr - 1, r_corr - 1)
-    v = min(1.0, math.sqrt(phi2 / denominator)) if denominator > 0 else 0.0
+    if denominator <= 0:  # too few texts for the correction (n - 1 <= (k - 1)²): unmeasured
+        return None
+    v = min(1.0, math.sqrt(phi2 / denominator))
     return {"v": v, "n": n, "languages": dict(sorted(totals.items())), "topics": k}
 
 
@@ -570,8 +572,9 @@ def language_split_text(association: Mapping[str, Any] | None,
     >>> print(language_split_text({"v": 0.93, "n": 120, "languages": {"de": 60, "en": 60},
     ...                            "topics": 4}))  # doctest: +NORMALIZE_WHITESPACE
     topics follow language: Cramér's V between topic and language 0.93 (bias-corrected; 0 a
-    subject split, 1 each topic one language; 120 texts in de, en, 4 topics) > 0.5: the same
-    subject is a different topic per language, so topic shares and topic coverage gaps move
+    subject split, 1 each topic one language; 120 texts in de, en, 4 topics) > 0.5: each topic
+    holds mostly one language (on the same subjects in several languages this makes a
+    different topic per language), so topic shares and topic coverage gaps move
     with the language mix (topic drift is standardised to the language mix, so it does not);
     use a multilingual embedding model (analytics.embeddings: a sentence-transformers model
     such as paraphrase-multilingual-MiniLM-L12-v2), or centre per language
@@ -583,7 +586,8 @@ def language_split_text(association: Mapping[str, Any] | None,
     return (f"topics follow language: Cramér's V between topic and language "
             f"{association['v']:.2f} (bias-corrected; 0 a subject split, 1 each topic one "
             f"language; {association['n']} texts in {languages}, {association['topics']} "
-            f"topics) > {threshold:g}: the same subject is a different topic per language, so "
+            f"topics) > {threshold:g}: each topic holds mostly one language (on the same subjects "
+            "in several languages this makes a different topic per language), so "
             "topic shares and topic coverage gaps move with the language mix (topic drift is "
             "standardised to the language mix, so it does not); "
             f"{LANGUAGE_SPLIT_FIX}")  # fmt: skip

@@ -109,3 +109,46 @@ def test_chinese_labels_are_bigrams_not_clauses_or_function_words() -> None:
     found = _top_terms(ZH_PARLIAMENT + ZH_STEAM, np.array([0] * 4 + [1] * 4), 2, 3,
                        ["zh-cn"] * 8)  # fmt: skip
     assert found == [(("欧洲", "洲议", "议会"), None), (("汽机", "蒸汽"), None)]
+
+
+def test_labelled_topics_are_not_measured() -> None:
+    # the reviewer's case: the embedding splits by subject, the user's labels by language
+    # desk; counted, the labels read V = 1.00 and "use a multilingual embedding model", untrue
+    # of this embedding. Labelled topics are the user's: no association (None), the per-
+    # language held-out agreement (language_bias) is what speaks for the embedding there
+    from service.runtime.reports import language_split
+
+    desks = ["en-desk"] * 12 + ["es-desk"] * 10
+    model = TopicModel.fit(TEXTS, TopicConfig(n_topics=2), desks,
+                           embedder=HandEmbedder(BY_SUBJECT))  # fmt: skip
+    assert model.supervised and model.language_topics is None
+    assert language_split(model, 5) is None
+
+
+def test_too_few_texts_for_the_correction_is_unmeasured() -> None:
+    # n = 4 texts in k = 4 topics, r = 2 languages: k~ = 4 - 3^2 / 3 = 1, so
+    # min(k~ - 1, r~ - 1) = 0: no V (not 0.0, which would read as "a subject split")
+    found = topic_language_association({"en": {"a": 1, "b": 1}, "de": {"c": 1, "d": 1}}, 1)
+    assert found is None
+
+
+def test_a_latin_word_glued_to_han_text_moves_no_other_label() -> None:
+    # by hand: the German topic has abc and unternehmen in 2 of its 4 questions each; counted
+    # only there, both score 2/8 · log(1 + A/2), and the tie goes to abc (code point order).
+    # The Chinese "abc圆圈" was one term before the bigrams: had its abc been counted,
+    # f(abc) = 4 > 2 and the German label would have become unternehmen (trial 43's topic-34)
+    german = ["abc unternehmen", "abc unternehmen", "haus garten", "baum wald"]
+    chinese = ["abc圆圈", "abc圆圈的面积", "圆圈", "圆圈面积"]
+    found = _top_terms(german + chinese, np.array([0] * 4 + [1] * 4), 2, 1)
+    assert found[0] == (("abc",), None)
+    assert found[1][0] == ("圆圈",)
+
+
+def test_function_characters_and_iteration_marks_are_no_terms() -> None:
+    from service.topics.model import _words
+
+    # the reviewer's question: 的价 / 格是 / 是多 hold the particle 的 or the copula 是;
+    # 多少 (how many) is a stopwords-iso entry; iphone is a token of its own
+    assert _words("iPhone 15 的价格是多少？") == ["iphone", "价格"]
+    assert _words("人々は何を食べますか") == ["人々"]  # 何 alone, hiragana: no term
+    assert _words("々 〇") == []
