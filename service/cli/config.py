@@ -234,7 +234,8 @@ def _topic_lines(analytics: Analytics) -> list[str]:
     (:meth:`~service.runtime.analytics.Analytics.topic_uncalibrated`); ``[]`` without one
     (no topic model, unsupervised topics: no labels to measure it on). Before it, while
     novelty is uncalibrated, the line saying the shares are nearest gold topics
-    (:meth:`~service.runtime.analytics.Analytics.topics_nearest`)."""
+    (:meth:`~service.runtime.analytics.Analytics.topics_nearest`), and the notice that the
+    topics follow language when they do (:func:`~service.runtime.reports.language_split`)."""
     from service.topics.quality import kappa_of, kappa_text
 
     nearest = analytics.topics_nearest()
@@ -246,13 +247,21 @@ def _topic_lines(analytics: Analytics) -> list[str]:
             f"drift still alarms on a change of the distribution): {nearest}"
         ]
     )
+    from service.runtime.reports import language_split
+    from service.topics.stage import TopicStage
+
+    stage = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
+    split = None if stage is None else language_split(stage.model, analytics.quality_min_class)
+    # the topics follow language (trial 43 M4)
+    follow = [split["text"]] if split is not None and split["text"] else []
+    shares += follow
     found = kappa_of(analytics.topic_quality)
     if found is None or analytics.topic_quality is None:
         return shares
     why = analytics.topic_uncalibrated()
     if why is not None:
-        return [f"topic assignment UNCALIBRATED (its shares are the model's reading, not facts; "
-                f"topic drift and coverage gaps raise no alarm): {why}"]  # fmt: skip
+        return [*follow, "topic assignment UNCALIBRATED (its shares are the model's reading, "
+                f"not facts; topic drift and coverage gaps raise no alarm): {why}"]  # fmt: skip
     quality = analytics.topic_quality
     return shares + [f"topic assignment calibrated: held out {quality['agree']} of {quality['n']} "
             f"labelled gold questions keep their topic ({quality['share']:.1%}); "

@@ -95,7 +95,13 @@ def topics_fit(
     except (ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    _print_topics(model, as_json, out, settings.analytics.topics.min_kappa)
+    _print_topics(
+        model,
+        as_json,
+        out,
+        settings.analytics.topics.min_kappa,
+        settings.analytics.quality_min_class,
+    )
 
 
 @topics_group.command("show")
@@ -109,13 +115,14 @@ def topics_show(config: Path | None, artefact: Path, as_json: bool) -> None:
     (analytics.topics.min_kappa): calibrated, or UNCALIBRATED and why."""
     from service.topics.model import TopicModel
 
-    min_kappa = _settings(config).analytics.topics.min_kappa
+    settings = _settings(config)
+    min_kappa = settings.analytics.topics.min_kappa
     try:
         model = TopicModel.load(artefact)
     except (ValueError, OSError) as exc:
         _fail(_describe(exc))
         return
-    _print_topics(model, as_json, artefact, min_kappa)
+    _print_topics(model, as_json, artefact, min_kappa, settings.analytics.quality_min_class)
 
 
 def kappa_lines(agreement: Mapping[str, Any] | None, min_kappa: float) -> list[str]:
@@ -154,7 +161,21 @@ def kappa_lines(agreement: Mapping[str, Any] | None, min_kappa: float) -> list[s
     return [*lines, gate]
 
 
-def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float) -> None:
+def _split_quiet(split: dict[str, Any]) -> str:
+    """The topic-language association line when the topics do not follow language."""
+    from service.topics.quality import LANGUAGE_SPLIT_V
+
+    return (f"topic-language association: Cramér's V between topic and language "
+            f"{split['v']:.2f} (bias-corrected; 0 a subject split, 1 each topic one language; "
+            f"{split['n']} texts in {', '.join(split['languages'])}) <= {LANGUAGE_SPLIT_V:g}, "
+            "no notice")  # fmt: skip
+
+
+def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float,
+                  min_rows: int = 10) -> None:  # fmt: skip
+    """Print ``model`` (``min_rows``: ``analytics.quality_min_class``, the fewest fitted texts
+    of a language for the topic-language association)."""
+    from service.runtime.reports import language_split
     from service.topics.quality import (
         agreement_text,
         kappa_of,
@@ -177,6 +198,7 @@ def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float) -> No
             "min_kappa": min_kappa,
             "uncalibrated": kappa_uncalibrated(agreement, min_kappa),
             "language_bias": language_bias(agreement),
+            "language_split": language_split(model, min_rows),
             "topics": [{"name": t.name, "id": t.id, "label": t.label, "size": t.size,
                         "top_terms": list(t.top_terms), "label_note": t.label_note,
                         "examples": list(t.examples)}
@@ -195,6 +217,8 @@ def _print_topics(model: Any, as_json: bool, path: Path, min_kappa: float) -> No
         click.echo(f"  {line}")
     if (bias := language_bias(agreement)) is not None:
         click.echo(f"  {bias}")
+    if (split := language_split(model, min_rows)) is not None:  # measured, said either way
+        click.echo(f"  {split['text'] or _split_quiet(split)}")
     for topic in model.topics:
         click.echo(f"  {topic.label}  (n={topic.size})")
         for example in topic.examples:

@@ -201,7 +201,8 @@ def topic_note(quality: Mapping[str, Any] | None,
     labels per language (:func:`service.topics.quality.agreement_text` of
     :func:`service.runtime.reports.topic_quality_report`) and per topic
     (:func:`service.topics.quality.by_topic_text`), then the live questions given no
-    topic as no gold row is written in their language (``no_gold_rows``; ``covered_now``:
+    topic as no gold row is written in their language (after the notice that the topics follow
+    language, when they do: ``quality["language_split"]``; ``no_gold_rows``; ``covered_now``:
     those counted so earlier in a language the current gold set judges,
     :func:`service.topics.quality.no_gold_rows_text`); ``min_rows``:
     ``analytics.quality_min_class``, below which a language has too few labelled rows to
@@ -219,6 +220,8 @@ def topic_note(quality: Mapping[str, Any] | None,
         note += f" {near[0].upper()}{near[1:]}."
     if by_topic := by_topic_text(quality.get("agreement")):
         note += f" {by_topic[0].upper()}{by_topic[1:]}."
+    if split := (quality.get("language_split") or {}).get("text"):
+        note += f" {split[0].upper()}{split[1:]}."
     if lacking := topic_no_gold_rows_text(no_gold_rows or {}, covered_now):
         note += f" {lacking[0].upper()}{lacking[1:]}."
     return note

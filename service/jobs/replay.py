@@ -574,6 +574,8 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  {near}")
         if by_topic := by_topic_text(topic_quality["agreement"], limit=6):
             lines.append(f"  {by_topic}")
+        if split := (topic_quality.get("language_split") or {}).get("text"):
+            lines.append(f"  {split}")
     if no_topic := topic_no_gold_rows_text(
         analytics.get("topic_no_gold_rows_by_language") or {},
         analytics.get("topic_no_gold_rows_covered_now"),

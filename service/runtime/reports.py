@@ -51,7 +51,12 @@ from service.runtime.live import Live
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
 from service.topics.model import NOVEL
-from service.topics.quality import kappa_of, language_bias
+from service.topics.quality import (
+    kappa_of,
+    language_bias,
+    language_split_text,
+    topic_language_association,
+)
 from service.topics.stage import TopicStage
 
 # TypedDicts from typing_extensions: pydantic (the API's response models) needs them on
@@ -635,7 +640,12 @@ def topic_quality_report(analytics: Analytics) -> dict[str, Any] | None:
     "chance": the chance agreement it corrects for (:func:`service.topics.quality.kappa_of`;
     ``None`` without labels or when undefined), "min_kappa": ``analytics.topics.min_kappa``,
     "uncalibrated": why the topic shares, topic drift and coverage gaps are not facts
-    (kappa below ``min_kappa``: :meth:`Analytics.topic_uncalibrated`) or None}``; ``None``
+    (kappa below ``min_kappa``: :meth:`Analytics.topic_uncalibrated`) or None,
+    "language_split": how much the topics follow language
+    (:func:`service.topics.quality.topic_language_association` of the fitted texts, languages
+    with at least ``quality_min_class`` of them: ``{"v", "n", "languages", "topics"}`` plus
+    "text", the notice of :func:`service.topics.quality.language_split_text` or None), or None
+    (fewer than two such languages, or a model saved before it was kept)}``; ``None``
     without a topic stage."""
     stage = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     if stage is None:
@@ -649,7 +659,24 @@ def topic_quality_report(analytics: Analytics) -> dict[str, Any] | None:
         "chance": None if found is None else found[1],
         "min_kappa": analytics.topic_min_kappa,
         "uncalibrated": analytics.topic_uncalibrated(),
+        "language_split": language_split(stage.model, analytics.quality_min_class),
     }
+
+
+def language_split(model: Any, min_rows: int) -> dict[str, Any] | None:
+    """``model``'s topic-language association
+    (:func:`service.topics.quality.topic_language_association` of its ``language_topics``,
+    languages with at least ``min_rows`` fitted texts) with its notice under ``"text"``
+    (:func:`service.topics.quality.language_split_text`, None at or below the threshold);
+    ``None`` when not measurable (or a stand-in model without the attribute), and for a
+    model of labelled topics: its topics are the user's labels, so the association would
+    describe the labels, not the embedding (their per-language held-out agreement,
+    :func:`service.topics.quality.language_bias`, says how the embedding serves each
+    language)."""
+    if getattr(model, "supervised", False):
+        return None
+    found = topic_language_association(getattr(model, "language_topics", None) or {}, min_rows)
+    return None if found is None else {**found, "text": language_split_text(found)}
 
 
 def language_labels_report(

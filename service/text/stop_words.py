@@ -165,6 +165,58 @@ _ISO_CONTENT: frozenset[str] = frozenset(
 )
 
 
+#: The content words among stopwords-iso's two-character Chinese entries, read one by one
+#: (s44): "begin", "local" (twice), "result", "compare", "replace", "blink", "the whole
+#: body", "all of", "the moment"; the other 2-character entries are pronouns, conjunctions,
+#: prepositions, adverbs and interjections ("因此" therefore, "根据" according to, "我们" we).
+_ZH_CONTENT = frozenset("开始 本地 当地 结果 对比 替代 眨眼 全体 全部 时候".split())
+#: Two-character question and function bigrams stopwords-iso lacks as entries: the halves of
+#: 为什么 (why), 是什么 (is what), 是多 (of 是多少, is how many), the particles with 的 (of),
+#: and 哪一 / 多大 (which / how).
+_ZH_FUNCTION = frozenset(
+    "为什 是什 什么 的是 是在 在哪 哪一 多大 哪位 是谁 的一 是哪 一年 是多".split()
+)
+
+
+#: Chinese characters that are nearly always function words alone: the particles 的 (of),
+#: 了 (perfective), 吗 and 呢 (question), and the copula 是 (is). Vetted one by one against
+#: their common bigrams: 在 (存在 exist, 在线 online), 和 (和平 peace, 共和 republic), 与
+#: (参与 participate), 及 (涉及 involve, 普及) and 等 (平等 equality, 等级 grade) are in
+#: content words too often to drop every bigram holding them, so they are not listed.
+HAN_FUNCTION_CHARS = frozenset("的了是吗呢")
+#: The content words among the bigrams holding a :data:`HAN_FUNCTION_CHARS` character:
+#: 目的 (purpose), 了解 (understand), 是非 (right and wrong).
+_HAN_FUNCTION_CONTENT = frozenset("目的 了解 是非".split())
+
+
+def han_function_bigram(bigram: str) -> bool:
+    """Whether the Han ``bigram`` holds a :data:`HAN_FUNCTION_CHARS` character and is none
+    of the content words among such bigrams (its half of a particle: 的价 of "的价格").
+
+    >>> [han_function_bigram(b) for b in ("的价", "格是", "是多", "价格", "目的", "了解")]
+    [True, True, True, False, False, False]
+    """
+    return bigram not in _HAN_FUNCTION_CONTENT and any(c in HAN_FUNCTION_CHARS for c in bigram)
+
+
+@functools.cache
+def han_stop_bigrams() -> frozenset[str]:
+    """Chinese function bigrams for topic labels, whose Han terms are character bigrams
+    (:func:`service.topics.model._words`): stopwords-iso's two-character ``zh`` entries (the
+    stopwords-iso collection, MIT) less the content words among them (:data:`_ZH_CONTENT`),
+    with :data:`_ZH_FUNCTION`.
+
+    >>> {"因此", "根据", "我们", "什么", "为什"} <= han_stop_bigrams()
+    True
+    >>> {"开始", "结果", "议会", "欧洲"} & han_stop_bigrams()
+    set()
+    """
+    import stopwordsiso
+
+    listed = {w for w in stopwordsiso.stopwords("zh") if len(w) == 2}
+    return frozenset((listed - _ZH_CONTENT) | _ZH_FUNCTION)
+
+
 @functools.cache
 def stop_words(language: str) -> frozenset[str]:
     """The stop words of ``language`` (a langdetect code, optionally with a script or region:

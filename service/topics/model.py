@@ -114,7 +114,12 @@ from service.files.regular import open_regular
 from service.language.hinglish import STRONG_WORDS, WEAK_WORDS, is_hinglish
 from service.language.tags import language_key
 from service.records import PLACEHOLDERS
-from service.text.stop_words import ENGLISH_STOP_WORDS, stop_words
+from service.text.stop_words import (
+    ENGLISH_STOP_WORDS,
+    han_function_bigram,
+    han_stop_bigrams,
+    stop_words,
+)
 from service.topics.config import N_TOPICS_MAX, N_TOPICS_MIN, TopicConfig
 from service.topics.quality import topic_agreement
 
@@ -368,6 +373,8 @@ class TopicModel:
         )  # fmt: skip
         agreement = state.get("topic_agreement")  # None: unsupervised, or saved before it
         self.topic_agreement: dict[str, Any] | None = dict(agreement) if agreement else None
+        #: ``{language: {topic name: fitted texts}}`` (``None``: saved before it was kept)
+        self.language_topics: dict[str, dict[str, int]] | None = state.get("language_topics")
         self._state = dict(state)
         self.version = version
 
@@ -478,6 +485,7 @@ class TopicModel:
                 method=f"{min(config.cv_folds, len(texts))}-fold cross-validated nearest "
                        f"centroid on {len(texts)} labelled gold questions",
             )  # fmt: skip
+        language_topics = _language_topics(keys, [names[i] for i in assigned.tolist()])
         state = {
             "centroids": np.asarray(centroids, dtype=np.float32),
             "reference": reference,
@@ -497,6 +505,11 @@ class TopicModel:
             "novelty_quality": None if quality is None else quality.__dict__,
             "topic_agreement": agreement,
             "language_centres": centres,
+            # texts per language and topic: how much the topics follow language
+            # (service.topics.quality.topic_language_association; trial 43 M4)
+            # (labelled topics: None, the counts would describe the user's labels, not the
+            # embedding; their per-language held-out agreement, language_bias, says it)
+            "language_topics": None if labels is not None else language_topics,
         }
         # off, the setting is left out: the versions of models fitted before it existed hold
         # min_kappa gates the fitted model (analytics), it changes nothing of the fit
@@ -1100,18 +1113,87 @@ def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int,
     return predicted
 
 
+def _language_topics(languages: Sequence[str], topics: Sequence[str]
+                     ) -> dict[str, dict[str, int]]:  # fmt: skip
+    """``{language: {topic: texts}}`` of the fitted texts (one language and topic per text).
+
+    >>> _language_topics(["en", "de", "en"], ["a", "b", "a"])
+    {'de': {'b': 1}, 'en': {'a': 2}}
+    """
+    out: dict[str, Counter[str]] = {}
+    for g, t in zip(languages, topics, strict=True):
+        out.setdefault(g, Counter())[t] += 1
+    return {g: dict(sorted(out[g].items())) for g in sorted(out)}
+
+
+#: A run of Han characters (CJK Unified Ideographs, Extension A, Compatibility, with the
+#: iteration mark 々 and the ideographic zero 〇, never terms alone), of katakana, or of
+#: hiragana, inside a label token (:func:`_cjk_terms`).
+_CJK_RUN = re.compile(
+    r"([\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([\u30a0-\u30ff]+)"
+    r"|([\u3040-\u309f]+)"
+)
+
+
+def _cjk_terms(token: str) -> list[str]:
+    """The label terms of a token holding Han or kana (Chinese and Japanese have no spaces:
+    the token is a whole clause): each Han run's overlapping character bigrams, as CJK search
+    engines index such text (Lucene's ``CJKBigramFilter``, used by Elasticsearch's ``cjk``
+    analyzer), without the Chinese function bigrams (:func:`han_stop_bigrams`) and the
+    bigrams holding a function character (:func:`han_function_bigram`: 的, 了, 是, 吗, 呢);
+    a lone Han character is no term (一 character is most often a function one: 于, 中, 的);
+    a katakana run of two or more is one term (loanwords and names); hiragana is left out
+    (particles and inflections). The rest of the token (a Latin word or number glued to the
+    Han text: "abc圆圈", "iPhone15的价格") is no term: before the bigrams the whole token was
+    one term, so counting "abc" now would move the weights, hence the labels, of the other
+    languages' topics holding "abc" (a Latin word spaced off the Han text is a token of its
+    own, counted as ever).
+
+    >>> _cjk_terms("欧洲议会的权力")
+    ['欧洲', '洲议', '议会', '权力']
+    >>> _cjk_terms("因此根据")  # each bigram a function word or across two
+    ['此根']
+    >>> _cjk_terms("1981年"), _cjk_terms("コンピュータの歴史"), _cjk_terms("abc圆圈")
+    ([], ['コンピュータ', '歴史'], ['圆圈'])
+    >>> _cjk_terms("的价格是多少"), _cjk_terms("人々"), _cjk_terms("々")  # 多少: stopwords-iso
+    (['价格'], ['人々'], [])
+    """
+    stop = han_stop_bigrams()
+    out: list[str] = []
+    for match in _CJK_RUN.finditer(token):
+        han, katakana = match.group(1), match.group(2)
+        if han:
+            out += [b for b in (han[i : i + 2] for i in range(len(han) - 1))
+                    if b not in stop and not han_function_bigram(b)]  # fmt: skip
+        elif katakana and len(katakana) > 1:
+            out.append(katakana)
+    return out
+
+
+def _plain_count(text: str) -> int:
+    """How many label words :func:`_words` gave ``text`` before Han/kana tokens were split
+    into bigrams (each such token one word)."""
+    return len([w for w in _LABEL_WORD.findall(_PLACEHOLDER.sub(" ", text).lower())
+                if w not in ENGLISH_STOP_WORDS and w not in QUESTION_WORDS and not w.isdigit()
+                and (len(w) > 1 or not w.isascii())])  # fmt: skip
+
+
 def _words(text: str) -> list[str]:
     """Clean label words of a text: lower-cased whole word tokens (:data:`TOKEN_PATTERN`),
     without scikit-learn's English stop words, :data:`QUESTION_WORDS`, numbers, one-letter
     Latin tokens and the personal-data placeholders a scrubbed text holds (``<EMAIL>``,
     ``<PHONE>``, ``<NAME>``…: :data:`service.records.PLACEHOLDERS`; a topic was labelled
     "asked, city, email" after a gold question "(asked by <EMAIL>)" was accepted). The plain
-    word ("change my email") stays a word.
+    word ("change my email") stays a word. A token holding Han or kana gives its
+    :func:`_cjk_terms` (character bigrams: trial 43's Chinese labels were "因此, 根据, 中").
 
     >>> _words("Which city? (asked by <EMAIL>, <PHONE>) My email changed")
     ['city', 'asked', 'email', 'changed']
     """
-    return [w for w in _LABEL_WORD.findall(_PLACEHOLDER.sub(" ", text).lower())
+    words = _LABEL_WORD.findall(_PLACEHOLDER.sub(" ", text).lower())
+    if _CJK_RUN.search(text):  # Chinese, Japanese: bigrams (other texts: exactly as before)
+        words = [t for w in words for t in (_cjk_terms(w) if _CJK_RUN.search(w) else [w])]
+    return [w for w in words
             if w not in ENGLISH_STOP_WORDS and w not in QUESTION_WORDS and not w.isdigit()
             and (len(w) > 1 or not w.isascii())]  # fmt: skip
 
@@ -1204,7 +1286,14 @@ def _top_terms(texts: Sequence[str], assigned: np.ndarray, k: int, n_terms: int,
     for counts in per_topic:
         total.update(counts)
         spread.update(counts.keys())
-    mean_words = sum(total.values()) / max(k, 1)
+    # A counts a Han/kana token as one word, as before its bigrams (_cjk_terms): the weights,
+    # hence the labels, of the other scripts' topics stay exactly as they were
+    counted = sum(total.values()) - sum(
+        len(w) - _plain_count(t)
+        for t, w in zip(texts, text_words, strict=True)
+        if _CJK_RUN.search(t)
+    )
+    mean_words = counted / max(k, 1)
     sizes = np.bincount(assigned, minlength=k)
 
     def best(topic: int, once: bool) -> tuple[str, ...]:
