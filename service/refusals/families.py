@@ -241,7 +241,8 @@ def since_text(from_scored: int, scored: int, what: str = "family") -> str | Non
             f"({what} counts began after a restore of a state kept without them)")  # fmt: skip
 
 
-def _with_since(text: str, since: str | None) -> str:
+def with_since(text: str, since: str | None) -> str:
+    """``text``, with ``since`` (:func:`since_text`) in brackets after it when given."""
     return f"{text} ({since})" if since else text
 
 
@@ -259,7 +260,7 @@ def under_refusal_family_text(
     if found is None:
         return None
     n, families = found
-    return _with_since(
+    return with_since(
         f"{n:,} of them in {families}, whose out-of-scope verdicts are not measured", since
     )
 
@@ -286,7 +287,7 @@ def harvest_family_text(
     if found is None:
         return None
     n, families = found
-    return _with_since(
+    return with_since(
         f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
         f"suggestions) lie in {families}, whose out-of-scope verdicts are not measured "
         "(kept: a labeller decides)",
@@ -294,15 +295,31 @@ def harvest_family_text(
     )
 
 
+def flagged_count(
+    rows: Sequence[Mapping[str, Any]], flag: str, key: str, name: str
+) -> tuple[int, list[str]] | None:
+    """The sum of ``key`` over the rows whose ``flag`` is set and whose ``key`` is non-zero,
+    and those rows' ``name`` values in order; ``None`` when there is none (the families'
+    unmeasured rows here, the confounded languages' in :mod:`service.refusals.languages`).
+
+    >>> flagged_count([{"f": "a", "u": True, "n": 3}, {"f": "b", "u": True, "n": 0},
+    ...                {"f": "c", "u": False, "n": 9}], "u", "n", "f")
+    (3, ['a'])
+    """
+    flagged = [row for row in rows if row.get(flag) and row[key]]
+    if not flagged:
+        return None
+    return sum(int(row[key]) for row in flagged), [str(row[name]) for row in flagged]
+
+
 def _unmeasured_count(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[int, str] | None:
     """The sum of ``key`` over the unmeasured families with a non-zero ``key``, and
     ``"family a"`` / ``"families a, b"`` naming them; ``None`` when there is none."""
-    flagged = [row for row in rows if row.get("unmeasured") and row[key]]
-    if not flagged:
+    found = flagged_count(rows, "unmeasured", key, "family")
+    if found is None:
         return None
-    names = ", ".join(str(row["family"]) for row in flagged)
-    what = "families" if len(flagged) > 1 else "family"
-    return sum(int(row[key]) for row in flagged), f"{what} {names}"
+    n, names = found
+    return n, f"{'families' if len(names) > 1 else 'family'} {', '.join(names)}"
 
 
 #: The families the text and HTML reports list besides the flagged ones (the largest first).

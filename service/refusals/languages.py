@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from service.coverage import rise_lower_bound, wilson_bounds
-from service.refusals.families import since_text
+from service.refusals.families import flagged_count, since_text, with_since
 
 __all__ = [
     "LANGUAGES_SHOWN",
@@ -293,20 +293,14 @@ def language_rows(
 
 
 def _confounded_count(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[int, str] | None:
-    flagged = [row for row in rows if row.get("confounded") and row[key]]
-    if not flagged:
-        return None
-    return sum(int(row[key]) for row in flagged), ", ".join(str(r["language"]) for r in flagged)
+    found = flagged_count(rows, "confounded", key, "language")
+    return None if found is None else (found[0], ", ".join(found[1]))
 
 
 def _gold_where(gold_languages: Sequence[str]) -> str:
     """``"every unanswerable gold row is in en"``: a fact whichever side the confound flags
     and whichever confounded languages hold events."""
     return f"every unanswerable gold row is in {', '.join(gold_languages)}"
-
-
-def _with_since(text: str, since: str | None) -> str:
-    return f"{text} ({since})" if since else text
 
 
 def under_refusal_language_text(
@@ -325,7 +319,7 @@ def under_refusal_language_text(
     if found is None:
         return None
     n, names = found
-    return _with_since(
+    return with_since(
         f"{n:,} of them in {names} (language confound: {_gold_where(gold_languages)})", since
     )
 
@@ -351,7 +345,7 @@ def harvest_language_text(
     if found is None:
         return None
     n, names = found
-    return _with_since(
+    return with_since(
         f"{n:,} of the {events:,} events behind answered_out_of_scope ({suggestions:,} "
         f"suggestions) are in {names}: the language confound ({_gold_where(gold_languages)}; "
         "kept: a labeller decides)",
