@@ -522,8 +522,9 @@ def build_analytics_metrics(
             "gold row counts, unanswerable and unlabelled ones too (live traffic holds such "
             "questions). language: each row's language field, else the detected language. "
             "topic: each row's topic as live traffic's assignment reads it, not its topic "
-            "label: a labelled row its held-out (cross-validated) prediction, an unlabelled "
-            "row its nearest topic, and any row novel when its leave-one-out novelty "
+            "label: a labelled row its held-out (cross-validated) prediction (a label with "
+            "fewer than analytics.topics.cv_min_class rows: the fitted model's own), an "
+            "unlabelled row its nearest topic, and any row novel when its leave-one-out novelty "
             "similarity is below the threshold (docs/topics.md, 'Like-for-like comparison "
             "with the gold set'). While the novelty detector is untrusted the recording "
             "rules leave novel out of the gold and the live topic shares alike.",
