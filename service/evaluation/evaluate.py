@@ -144,7 +144,7 @@ class RetrieverReport:
         overall MRR) and those whose gold passage's rank was set by a tie at its score
         (:attr:`gold_tied`). Trial 45: an entrypoint that matched no word of two Hindi
         questions scored every passage 0; ranked by id descending at depth 100, their gold
-        passages came 55th and 80th, so ``language=hi`` read MRR 0.0347 against the
+        passages came 46th and 21st, so ``language=hi`` read MRR 0.0347 against the
         built-in BM25's 0.0000 for the same "found nothing".
 
         >>> r = RetrieverReport("r", {"mrr": 0.75}, {}, {"q1": {"mrr": 0.25},
@@ -244,9 +244,11 @@ def _first(ids: Sequence[str], show: int = 5) -> str:
 def tie_decided(gold: Iterable[str], docs: Iterable[ScoredDoc]) -> str | None:
     """Whether trec_eval's tie order (score descending, then passage id descending), not
     the scores, ranked a question's result list: ``"all"`` when it holds two or more
-    distinct passages, every one at the same (best) score; ``"gold"`` when a gold passage
-    shares its score with a passage that is not gold (its rank among them set by id);
-    ``None`` otherwise (an empty list, one passage, or no tie touching a gold passage).
+    distinct passages, every one at the same (best) score, a gold passage among them and
+    one that is not (all gold or none gold: no order changes a figure); ``"gold"`` when a
+    gold passage shares its score with a passage that is not gold (its rank among them set
+    by id); ``None`` otherwise (an empty list, one passage, or no tie touching a gold
+    passage).
 
     >>> tie_decided(["d2"], [ScoredDoc("d1", 0.0), ScoredDoc("d2", 0.0), ScoredDoc("d3", 0.0)])
     'all'
@@ -254,11 +256,14 @@ def tie_decided(gold: Iterable[str], docs: Iterable[ScoredDoc]) -> str | None:
     'gold'
     >>> tie_decided(["d2"], [ScoredDoc("d1", 1.0), ScoredDoc("d3", 1.0), ScoredDoc("d2", 2.0)])
     >>> tie_decided(["d2"], [ScoredDoc("d2", 0.0)])
+    >>> tie_decided(["d9"], [ScoredDoc("d1", 0.0), ScoredDoc("d2", 0.0)])
     """
     best = _best_scores(docs)
-    if len(best) >= 2 and len(set(best.values())) == 1:
-        return "all"
     gold = set(gold)
+    if len(best) >= 2 and len(set(best.values())) == 1:
+        # the order decides a figure only between a gold passage and one that is not
+        kept = sum(doc in gold for doc in best)
+        return "all" if 0 < kept < len(best) else None
     scores = {best[g] for g in gold if g in best}
     if any(doc not in gold and score in scores for doc, score in best.items()):
         return "gold"
