@@ -208,14 +208,22 @@ def wording_note(question: str, variants: Sequence[str]) -> str | None:
     >>> print(wording_note("Who won?", ["My email is <EMAIL>. Who won?", "Who won?"]))
     shown: wording 2 of 2, the first asked without personal-data placeholders (wording 1 \
 holds <EMAIL>)
+    >>> print(wording_note("call my name", ["call me <NAME>", "just call me <NAME>",
+    ...                                      "you can call me <NAME>", "call my name"]))
+    shown: wording 4 of 4, the first asked without personal-data placeholders (wordings 1, \
+2, 3 hold <NAME>)
     >>> wording_note("Who won?", ["Who won?", "My email is <EMAIL>. Who won?"]) is None
     True
     """
     if not variants or question == variants[0] or question not in variants:
         return None
     index = variants.index(question)
+    groups: dict[str, list[str]] = {}  # the placeholders held -> the wordings holding them
+    for i in range(index):
+        groups.setdefault(", ".join(placeholders(variants[i])), []).append(str(i + 1))
     held = "; ".join(
-        f"wording {i + 1} holds {', '.join(placeholders(variants[i]))}" for i in range(index)
+        f"wording {n[0]} holds {found}" if len(n) == 1 else f"wordings {', '.join(n)} hold {found}"
+        for found, n in groups.items()
     )
     return (f"shown: wording {index + 1} of {len(variants)}, the first asked without "
             f"personal-data placeholders ({held})")  # fmt: skip
