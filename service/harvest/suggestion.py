@@ -297,6 +297,8 @@ class Suggestion:
         self._pooled: dict[str, tuple[str, ...]] = {}
         # the wording start() scrubbed into ``question`` (its first variant: scrubbed once)
         self._started_from: str | None = None
+        # ...and that wording as shown (scrubbed): ``question`` may later move to a clean one
+        self._started_shown: str | None = None
 
     @classmethod
     def start(cls, suggestion_id: str, occurrence: Occurrence) -> Suggestion:
@@ -313,6 +315,7 @@ class Suggestion:
             trace_id=occurrence.trace_id,
         )
         suggestion._started_from = occurrence.question
+        suggestion._started_shown = suggestion.question
         return suggestion
 
     @classmethod
@@ -353,6 +356,7 @@ class Suggestion:
             gap if gap >= 0.0 else 0.0, dimension, occurrence.trace_id,
         )  # fmt: skip
         suggestion._started_from = wording
+        suggestion._started_shown = question
         pooled = suggestion._pooled
         for retriever, ranking in occurrence.rankings.items():
             top = tuple(ranking[:pool_k])
@@ -408,8 +412,8 @@ class Suggestion:
             return
         if key in {_normalised(v) for v in self.variants}:
             return
-        if wording == self._started_from:  # start() then add(): scrubbed once, by start()
-            kept = self.variants[0] if self.variants else self.question
+        if wording == self._started_from and self._started_shown is not None:
+            kept = self._started_shown  # start() then add(): scrubbed once, by start()
         else:
             kept = _shown(wording if occurrence.scrubbed else scrub(wording).text)
         self.variants = (*self.variants, kept)

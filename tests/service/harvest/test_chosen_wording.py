@@ -120,3 +120,35 @@ def test_a_record_kept_before_the_rule_shows_its_clean_variant_once_rebuilt() ->
     assert Suggestion.from_json(old).question == CLEAN
     only = {**old, "variants": [SCRUBBED]}
     assert Suggestion.from_json(only).question == SCRUBBED  # nothing clean: as kept
+
+
+def test_start_then_another_wording_then_the_first_keeps_both_once() -> None:
+    # start(A), add(B), add(A): A is the wording start() scrubbed; it must be kept as itself,
+    # not as the first variant (B), which would lose A and list B twice (review of s45-l23).
+    a = Occurrence("e1", T0, "Who won the cup?", "who won the cup", ("refused",))
+    b = Occurrence("e2", T0, "Who won the cup final?", "who won the cup final", ("refused",))
+    s = Suggestion.start("c", a)
+    s.add(b)
+    s.add(a)
+    assert s.question == "Who won the cup?"
+    assert s.variants == ("Who won the cup final?", "Who won the cup?")
+
+
+def test_a_restored_record_of_the_old_rule_is_published_again_with_its_clean_wording() -> None:
+    # A snapshot written before the rule: the suggestion's question holds <EMAIL> although
+    # its variants hold the clean wording. Restored, it is published again at the next
+    # flush, so the list and an accept read the clean wording (review of s45-l23).
+    first = HarvestStage(HarvestConfig(flush_interval_s=0))
+    first.process(batch([event("e1", ASKED, minute=1), event("e2", CLEAN, minute=2)],
+                        [REFUSED] * 2))  # fmt: skip
+    snapshot = json.loads(json.dumps(first.state_snapshot()))
+    [row] = snapshot["suggestions"]
+    assert row["question"] == CLEAN and row["variants"] == [SCRUBBED, CLEAN]
+    row["question"] = SCRUBBED  # as the version before the rule kept it
+    snapshot["dirty"] = []
+    repo = StateStoreCandidates(StateStore.in_memory())
+    again = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
+    again.restore(snapshot)
+    again.flush(force=True)
+    [record_row] = repo.all()
+    assert record_row["question"] == CLEAN
