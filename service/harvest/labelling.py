@@ -195,7 +195,8 @@ class CandidateItem(TypedDict):
     undecided), ``reasons`` (heaviest first), ``reason_counts`` ``{reason: events}`` in
     that order and the ``pool`` as :class:`PoolRow` (found by more retrievers first, then
     best rank, then id). From typing_extensions: the API serves it (pydantic needs that on
-    Python < 3.12)."""
+    Python < 3.12). ``wording_note`` (after ``primary_reason``, only when the ``question``
+    shown is not the first wording asked) says which wording it is and why."""
 
     id: str
     question: str
@@ -209,6 +210,7 @@ class CandidateItem(TypedDict):
     trace_id: str | None
     priority: float
     primary_reason: str | None
+    wording_note: NotRequired[str]  # only when the question shown is not the first asked
     suggested: dict[str, str]
     status: str
     decision: Decision | None
