@@ -75,6 +75,7 @@ import os
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -999,14 +1000,34 @@ def asked_wordings(row: Mapping[str, Any]) -> set[str]:
     """The wordings users asked of a suggestion record as harvest tells wordings apart: its
     shown ``question`` and its ``variants`` (a record kept by an older version may have none),
     scrubbed as a gold row's question is, in their
-    :data:`~service.harvest.text.comparison_form` (case, punctuation and spacing aside: the
-    form a suggestion's variants are told apart by and its id is derived from).
+    :func:`wording_form` (case, spacing and end marks aside; every other sign counts).
 
     >>> sorted(asked_wordings({"question": "Who won?", "variants": ["mail a@b.co. Who won?"]}))
-    ['mail email who won', 'who won']
+    ['mail <email>. who won', 'who won']
     """
     texts = [row["question"], *(v for v in row.get("variants") or () if isinstance(v, str))]
-    return {comparison_form(scrub(text).text) for text in texts}
+    return {wording_form(scrub(text).text) for text in texts}
+
+
+#: What may end or open a wording without changing it (ASCII and full-width).
+_EDGE_MARKS = "?!.,;:…？！。，；：、 \t\n"
+
+
+def wording_form(text: str) -> str:
+    """``text`` with only cosmetic differences taken out, for telling a labeller's rewording
+    from a wording users asked: Unicode NFKC, case folded, runs of whitespace as one space,
+    and ``?!.,;:…`` (and their full-width forms) at either end dropped. Every other sign
+    counts — ``€``/``$``, ``<``/``>``, ``C++``/``C``, ``5%``/``5`` and a placeholder
+    ``<NAME>`` against the bare word differ (not harvest's ``comparison_form``, which folds
+    every sign to a space).
+
+    >>> wording_form("  Hostel fee refund kab milega?? ")
+    'hostel fee refund kab milega'
+    >>> wording_form("Can I exchange 100€ to USD?") == wording_form("Can I exchange 100$ to USD?")
+    False
+    """
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return folded.strip(_EDGE_MARKS)
 
 
 def is_reworded(question: str, row: Mapping[str, Any]) -> bool:
@@ -1017,10 +1038,12 @@ def is_reworded(question: str, row: Mapping[str, Any]) -> bool:
     >>> row = {"question": "Can exchanged be made to EUR?", "variants": []}
     >>> is_reworded("Can I exchange my money to EUR?", row)
     True
-    >>> is_reworded("can exchanged be made to EUR", row)  # case and punctuation aside
+    >>> is_reworded("can exchanged be made to EUR", row)  # case and end marks aside
     False
+    >>> is_reworded("Can exchanged be made to USD?", row)
+    True
     """
-    return comparison_form(question) not in asked_wordings(row)
+    return wording_form(question) not in asked_wordings(row)
 
 
 def reworded_warning(candidate_id: str, asked_kept: bool) -> str:

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from service.data.goldset import load_gold_set
 from service.harvest.config import HarvestConfig
-from service.harvest.labelling import Labelling
+from service.harvest.labelling import Labelling, is_reworded
 from service.harvest.stage import HarvestStage
 from service.harvest.store import StateStoreCandidates
 from service.state import StateStore
@@ -154,3 +154,28 @@ def test_a_retry_after_a_lost_decision_answers_as_the_row_says(
     assert decision["gold_id"] == "q-010"
     assert (decision.get("source"), decision.get("reworded")) == ("written", True)
     assert gold.read_text(encoding="utf-8").count("q-010") == 1
+
+
+@pytest.mark.parametrize(
+    ("asked", "sent"),
+    [
+        ("Can I exchange 100€ to USD?", "Can I exchange 100$ to USD?"),
+        ("EUR to € or $?", "EUR to £ or ¥?"),
+        ("Refund if price < 100 EUR?", "Refund if price > 100 EUR?"),
+        ("How do I learn C++?", "How do I learn C?"),
+        ("Is C# supported?", "Is C supported?"),
+        ("fee 5% or 10%", "fee 5 or 10"),
+        ("Is the fee -5%?", "Is the fee 5?"),
+        ("I am <NAME>, how do I reset?", "I am name, how do I reset?"),
+    ],
+)
+def test_a_changed_sign_is_a_rewording(asked: str, sent: str) -> None:
+    # Each pair changes what the question asks by a sign alone; harvest's comparison form
+    # folds signs to spaces, so these read "not reworded" before (review of s45-accept).
+    assert is_reworded(sent, {"question": asked, "variants": [asked]})
+
+
+def test_case_spacing_and_end_marks_are_no_rewording() -> None:
+    row = {"question": "hostel fee refund kab milega", "variants": []}
+    assert not is_reworded("  Hostel  fee refund kab milega?? ", row)
+    assert not is_reworded("HOSTEL FEE REFUND KAB MILEGA？", row)  # full-width mark
