@@ -140,7 +140,9 @@ class GapSuggestions(TypedDict):
 class Decision(TypedDict):
     """A labelling decision: ``status`` and ``decided_at`` (RFC 3339, UTC); an accept adds
     ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels`` written; a reject
-    adds its scrubbed ``reason`` (≤ 500 characters). Keys in the order
+    adds its scrubbed ``reason`` (≤ 500 characters). An accept whose ``question`` label
+    differs from every wording users asked adds ``"source": "written"`` and
+    ``"reworded": true``, as its gold row has them. Keys in the order
     :class:`~service.harvest.labelling.Labelling` writes them. ``warnings`` (an accept's
     answer only, never kept): what the reviewer should know of the row written
     (:func:`~service.harvest.labelling.placeholder_warning`)."""
@@ -152,6 +154,8 @@ class Decision(TypedDict):
     labels: NotRequired[dict[str, Any]]
     reason: NotRequired[str]
     decided_at: str
+    source: NotRequired[str]
+    reworded: NotRequired[bool]
     warnings: NotRequired[list[str]]
 
 
