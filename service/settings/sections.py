@@ -493,8 +493,10 @@ class AnalyticsConfig(_Frozen):
         topics: topic-model settings used when fitting at start.
         use_gold_topics: use the gold set's own ``topic`` labels as the topics when enough
             rows carry one — at least 3, as many as the answerable rows without one, with at
-            least 2 labels (rows without one are counted by the model's prediction, as live
-            traffic is); fewer labelled rows: clusters, and a notice says so.
+            least 2 labels (unanswerable rows without one are counted by the model's
+            prediction, as live traffic is; answerable rows without one are left out of the
+            gold topic shares: their topic is unknown); fewer labelled rows: clusters, and a
+            notice says so.
         refusal_patterns: extra refusal patterns (Python regular expressions, each compiled on
             its own; an invalid one is a configuration error naming its index).
         scope_method: how out-of-scope is judged: ``embedding`` (nearest gold questions and
