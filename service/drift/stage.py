@@ -1175,11 +1175,14 @@ class DriftStage:
                 # the confound keeps a new alarm from opening; one open before it stays open,
                 # held (trial 45 L2: "topic ... raises no alarm" beside an open topic alarm)
                 kept = [name for name, test in body["comparisons"].items()
-                        if test["state"] == "drift" and self._confounded_now(dim, name)]
+                        if test["state"] == "drift" and self._confounded_now(dim, name)
+                        ]  # fmt: skip
+                one = len(kept) == 1
                 said = reason + (
-                    f"; its {' and '.join(f'{dim} vs {name}' for name in kept)} alarm, opened "
-                    f"while {by} did not drift, stays open (held: an open alarm ends only when its "
-                    "tests clear)" if kept else "")  # fmt: skip
+                    f"; its {' and '.join(f'{dim} vs {name}' for name in kept)} "
+                    f"{'alarm' if one else 'alarms'}, opened while {by} did not drift, "
+                    f"{'stays' if one else 'stay'} open (held: an open alarm ends only "
+                    "when its tests clear)" if kept else "")  # fmt: skip
                 if categories is None:
                     silenced[f"{dim} (while {by} drifts)"] = said
                 else:  # only while those categories of it move
