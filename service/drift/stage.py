@@ -1180,7 +1180,7 @@ class DriftStage:
                 one = len(kept) == 1
                 said = reason + (
                     f"; its {' and '.join(f'{dim} vs {name}' for name in kept)} "
-                    f"{'alarm' if one else 'alarms'}, opened while {by} did not drift, "
+                    f"{'alarm' if one else 'alarms'}, opened before this confound applied, "
                     f"{'stays' if one else 'stay'} open (held: an open alarm ends only "
                     "when its tests clear)" if kept else "")  # fmt: skip
                 if categories is None:

@@ -548,7 +548,9 @@ def render_text(doc: ReplayReport) -> str:
     if labels.get("notice"):  # a language /metrics exports as "other", worth naming
         lines.append(f"  {labels['notice']}")
     if analytics.get("language_quality") is not None:  # with a gold set: measured on it
-        lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
+        agreement = agreement_text(analytics["language_quality"], analytics["languages"],
+                                   analytics.get("quality_min_class", 10))  # fmt: skip
+        lines.append(f"  {agreement}")
     if left_out is not None:
         lines.append(f"  {excluded_text(left_out)}")
     topic_quality = analytics.get("topic_quality")
@@ -792,14 +794,16 @@ def _categorical_moves(alarm: Mapping[str, Any], silenced: Mapping[str, str]) ->
     rising = [c for c in alarm.get("rising") or () if c not in silenced]
     quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
                     for c in alarm.get("rising") or () if c in silenced)  # fmt: skip
-    return moves_text(rising, alarm.get("falling") or ()) + quiet
+    return moves_text(rising, alarm.get("falling") or (), other=bool(quiet)) + quiet
 
 
-def moves_text(rising: Sequence[str], falling: Sequence[str]) -> str:
+def moves_text(rising: Sequence[str], falling: Sequence[str], *, other: bool = False) -> str:
     """The categories an alarm names: ``"rising de, falling en"``; a side with no category
     whose share changed beyond noise (its 95 % interval of the change clear of 0) is said
     in words, never as a ``"-"`` that reads as a category's name (trial 45 M2: "rising -,
-    falling other").
+    falling other"). ``other``: some category left out of ``rising`` did rise (one whose rise
+    alone raises no alarm, said after this text), so an empty rising side reads "no other
+    category rose".
 
     >>> moves_text(["de"], ["en", "fr"])
     'rising de, falling en, fr'
@@ -807,16 +811,19 @@ def moves_text(rising: Sequence[str], falling: Sequence[str]) -> str:
     'falling other (no category rose beyond noise)'
     >>> moves_text(["currency"], [])
     'rising currency (no category fell beyond noise)'
+    >>> moves_text([], ["other"], other=True)
+    'falling other (no other category rose beyond noise)'
     >>> moves_text([], [])
     'no single category moved beyond noise (the shares did as a whole)'
     """
+    no = "no other" if other else "no"
     if rising and falling:
         return f"rising {', '.join(rising)}, falling {', '.join(falling)}"
     if rising:
         return f"rising {', '.join(rising)} (no category fell beyond noise)"
     if falling:
-        return f"falling {', '.join(falling)} (no category rose beyond noise)"
-    return "no single category moved beyond noise (the shares did as a whole)"
+        return f"falling {', '.join(falling)} ({no} category rose beyond noise)"
+    return f"{no} single category moved beyond noise (the shares did as a whole)"
 
 
 def _untested_note(body: Mapping[str, Any] | None, state: str) -> str:

@@ -444,48 +444,23 @@ def language_quality(gold: GoldSet, detector: LanguageDetector) -> dict[str, Any
     return language_agreement([q.language for q in rows], detected).to_json()
 
 
-def topic_reference_rows(gold: GoldSet, model: TopicModel) -> list[int]:
-    """The indices of the gold rows the topic comparison with the gold set counts
-    (:func:`_topic_counts`, :func:`gold_topic_strata`, the exported gold topic shares).
-
-    Every row, except with supervised topics (the gold set's labels) an answerable row without
-    a ``topic`` label: an accepted suggestion written without one (goldwatch writes no label a
-    person did not give). Its topic is unknown; counted by the model's guess, as before, one
-    such accept moved the gold set's topic shares on unchanged traffic (trial 45 M2:
-    "Is it possible to delete the account?", accepted without a label, counted as ``other``
-    by nearest centroid, 6 → 7 of 53 rows, turned the control log's topic verdict from ``ok``
-    to ``drift``). Left out, an accept without a label changes nothing of the topic
-    reference: the supervised model is fitted on the labelled rows alone, and the left-out
-    row is not in the leave-one-out novelty pool of the others either. Unanswerable rows stay
-    counted by the model's prediction (they stand for the out-of-scope traffic live questions
-    hold); with clustered topics every row is counted (the clusters are fitted on them all).
-    """
-    if not model.supervised:
-        return list(range(len(gold)))
-    return [i for i, q in enumerate(gold) if q.topic or not q.answerable]
-
-
 def _topic_counts(gold: GoldSet, model: TopicModel) -> dict[str, int]:
-    """Like-for-like: the gold rows through live traffic's assignment (cross-validated); the
-    rows of :func:`topic_reference_rows` only."""
-    analysed = list(analysis_gold(gold))
-    rows = [analysed[i] for i in topic_reference_rows(gold, model)]
+    """Like-for-like: the gold rows through live traffic's assignment (cross-validated)."""
+    rows = list(analysis_gold(gold))
     return model.gold_counts([q.question for q in rows], [q.topic for q in rows])
 
 
 def gold_topic_strata(gold: GoldSet, model: TopicModel, detector: LanguageDetector | None
                       ) -> dict[str, dict[str, int]]:  # fmt: skip
     """``{language: {topic: rows}}``: the gold rows' topics as :func:`_topic_counts` assigns
-    them (the rows of :func:`topic_reference_rows`), by each row's language as the language
-    dimension's reference counts it (:func:`_language_counts`: its ``language`` field, else
-    the detector's; ``und`` with no language stage): the strata of the topic comparison with
-    the gold set (:meth:`~service.drift.stage.DriftStage.set_topic_strata`). CPU: an
-    embedding of the gold rows, as :func:`_topic_counts`."""
-    kept = topic_reference_rows(gold, model)
-    analysed = list(analysis_gold(gold))
-    rows = [analysed[i] for i in kept]
+    them, by each row's language as the language dimension's reference counts it
+    (:func:`_language_counts`: its ``language`` field, else the detector's; ``und`` with no
+    language stage): the strata of the topic comparison with the gold set
+    (:meth:`~service.drift.stage.DriftStage.set_topic_strata`). CPU: an embedding of the
+    gold rows, as :func:`_topic_counts`."""
+    rows = list(analysis_gold(gold))
     topics = model.gold_assignments([q.question for q in rows], [q.topic for q in rows])
-    originals = [list(gold)[i] for i in kept]
+    originals = list(gold)
     missing = [q.question for q in originals if not q.language]
     detected = iter(detector.detect_many(missing) if detector is not None else
                     ["und"] * len(missing))  # fmt: skip
@@ -867,11 +842,7 @@ def build_analytics(
     if len(gold):  # no gold set: no reference comparisons, the baseline only
         topic_counts: dict[str, int] = {}
         if model is not None:
-            # (answerability too: an answerable row without a label is left out of the counts)
-            topic_inputs = [
-                model.version,
-                [(q.question, q.topic, q.answerable) for q in analysis_gold(gold)],
-            ]
+            topic_inputs = [model.version, [(q.question, q.topic) for q in analysis_gold(gold)]]
             topic_counts = memo("topic-counts", topic_inputs, lambda: _topic_counts(gold, model))
             strata_inputs = [*topic_inputs, [q.language for q in gold], detector.config]
             topic_strata = memo("topic-strata", strata_inputs,

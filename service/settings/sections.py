@@ -146,7 +146,9 @@ class EvalConfig(_Frozen):
 
     Attributes:
         k: cut-offs for recall@k, hit rate@k, precision@k, nDCG@k and MRR@k (each ≥ 1).
-        depth: how many results to ask each retriever for (≥ max(k)).
+        depth: how many results to ask each retriever for (≥ max(k)); the uncut MRR, nDCG
+            and MAP (and the misses' gold ranks) are over that list, ranked as trec_eval
+            ranks it (score descending, ties by passage id descending).
         batch_size: questions per retrieval batch.
         history: JSONL file that gets one row per retriever per run (``None`` disables it).
         misses: JSONL file the misses are written to (``None`` disables it).
@@ -493,10 +495,8 @@ class AnalyticsConfig(_Frozen):
         topics: topic-model settings used when fitting at start.
         use_gold_topics: use the gold set's own ``topic`` labels as the topics when enough
             rows carry one — at least 3, as many as the answerable rows without one, with at
-            least 2 labels (unanswerable rows without one are counted by the model's
-            prediction, as live traffic is; answerable rows without one are left out of the
-            gold topic shares: their topic is unknown); fewer labelled rows: clusters, and a
-            notice says so.
+            least 2 labels (rows without one are counted by the model's prediction, as live
+            traffic is); fewer labelled rows: clusters, and a notice says so.
         refusal_patterns: extra refusal patterns (Python regular expressions, each compiled on
             its own; an invalid one is a configuration error naming its index).
         scope_method: how out-of-scope is judged: ``embedding`` (nearest gold questions and

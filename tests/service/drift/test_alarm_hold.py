@@ -232,8 +232,8 @@ def test_the_confound_line_says_the_alarm_it_holds_open() -> None:
     _feed(drift, [(720, BOTH)], first=nxt, languages=("en", "hi"))
     said = drift.report()["suppressed_dimensions"]["topic (while language drifts)"]
     assert said == (
-        f"{why}; its topic vs baseline alarm, opened while language did not "
-        "drift, stays open (held: an open alarm ends only when its tests clear)"
+        f"{why}; its topic vs baseline alarm, opened before this confound "
+        "applied, stays open (held: an open alarm ends only when its tests clear)"
     )
     lines = _surfaces(drift)[2]
     assert f"  topic (while language drifts) opens no alarm: {said}" in lines
@@ -252,6 +252,14 @@ def test_an_alarm_naming_no_rising_or_falling_category_says_so_in_words() -> Non
     text = render_text(doc)
     assert "falling b (no category rose beyond noise)" in text
     assert "rising -" not in text and "falling -" not in text
+    # a category that rose but whose rise alone raises no alarm (novelty uncalibrated) is
+    # said after the moves: the empty side is then "no other category rose" (review s45)
+    alarm["rising"] = ["novel"]
+    report["topic"]["suppressed_categories"] = {"novel": "novelty uncalibrated"}
+    text = render_text(doc)
+    assert ("falling b (no other category rose beyond noise); novel rising too raises no "
+            "alarm (novelty uncalibrated)") in text  # fmt: skip
+    assert "(no category rose" not in text
 
 
 def _held_then_ended(render: Any) -> tuple[str, str, str, str]:
