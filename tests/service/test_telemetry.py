@@ -231,6 +231,12 @@ def test_coverage_gaps_reset_and_gold_shares_sum_into_other() -> None:
     metrics.set_gold_shares({"language": {"en": 2, "es": 1, "fr": 1}})
     other = {"dimension": "language", "category": "other"}
     assert registry.get_sample_value("goldwatch_gold_share_ratio", other) == 0.5
+    # the rows behind the shares (4 here: 2 + 1 + 1), the n_gold of the drift rules
+    rows = {"dimension": "language"}
+    assert registry.get_sample_value("goldwatch_gold_share_rows", rows) == 4.0
+    metrics.set_gold_shares({"language": {"en": 30, "hi": 15}, "topic": {"a": 40, "novel": 15}})
+    assert registry.get_sample_value("goldwatch_gold_share_rows", rows) == 45.0
+    assert registry.get_sample_value("goldwatch_gold_share_rows", {"dimension": "topic"}) == 55.0
 
 
 def test_shadow_metrics_export_a_stage_batch() -> None:
