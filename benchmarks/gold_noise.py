@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=46)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    print(f"{args.reps} replicates a cell; pi ~ Dirichlet(2); before: JSD >= 0.05; after: JSD >= bound")
+    print(f"{args.reps} replicates a cell; pi ~ Dirichlet(2)")
+    print("before: JSD >= 0.05; after: JSD >= the bound (both with n >= 200 questions)")
     print("    n  n_g   K  E sim   E formula  sim/formula  median bound  before   after")
     for n in (200, 2000):
         for n_gold in (30, 45, 60, 200):
