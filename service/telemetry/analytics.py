@@ -335,7 +335,10 @@ class AnalyticsMetrics:
         total (shares in [0, 1] summing to 1 per dimension; a category outside the label
         allow-list sums into ``other``), and each dimension's row total (the ``n_gold``
         behind its shares, >= 0: the recording rules size TopicDrift's and LanguageDrift's
-        noise floor with it)."""
+        noise floor with it). A dimension given replaces its shares: a category it no
+        longer counts (a refreshed gold set without its rows) loses its series, which would
+        otherwise add a category to the rules' K and, times the rows, to their ``n_gold``; a
+        dimension not given keeps its shares (a refresh merges counts per dimension)."""
         for dimension, counts in gold_counts.items():
             total = sum(counts.values())
             self.gold_share_rows.labels(dimension=dimension).set(total)
@@ -346,6 +349,11 @@ class AnalyticsMetrics:
                 shares[label] = shares.get(label, 0.0) + (n / total if total else 0.0)
             for label, share in shares.items():
                 self.gold_share.labels(dimension=dimension, category=label).set(share)
+            for label in {*allowed, OTHER} - shares.keys():  # every label it could have set
+                try:
+                    self.gold_share.remove(dimension, label)
+                except KeyError:  # never set: nothing to remove
+                    pass
 
     def set_detector_quality(
         self,
