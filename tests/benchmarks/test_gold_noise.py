@@ -39,4 +39,18 @@ def test_simulated_mean_matches_the_formula_with_many_rows_a_category() -> None:
     # K = 5, n = n_gold = 2000: 4 / (8 ln 2) * 2 / 2000 = 0.000721
     assert cell["e_formula"] == pytest.approx(0.000721, abs=1e-6)
     assert cell["e_sim"] == pytest.approx(cell["e_formula"], rel=0.05)
-    assert cell["after"] < 0.01
+    # (the bound is the 0.05 floor here, far above every draw: no false-alarm rate to check)
+
+
+def test_the_bound_keeps_unchanged_hours_quiet_with_a_45_row_gold_set() -> None:
+    """K = 8, n = 200, n_gold = 45 (trial 45's topics): the bound is the chi-square term, not
+    the 0.05 floor, so its false-alarm rate can be checked against the old threshold's."""
+    cell = gold_noise.simulate(8, 45, 200, reps=2000, rng=np.random.default_rng(7))
+    n_eff = 200 * 45 / 245  # 36.73
+    exact = chi2.ppf(1 - 1e-3, 7) / (8 * math.log(2) * n_eff)  # 24.322 / 203.69 = 0.1194
+    assert exact <= cell["bound"] <= exact * 1.035  # (median K seen on either side: 8)
+    # the old flat 0.05: the chi-square approximation alone puts P(chi2_7 >= 0.05 * 203.69 =
+    # 10.18) at 0.178 of unchanged hours (the simulation reads more: the expansion runs low)
+    assert cell["before"] >= 0.10
+    # the bound: designed for 1e-3; at most 10x that here (2,000 draws: 20 hours above it)
+    assert cell["after"] <= 0.01
