@@ -338,15 +338,25 @@ def _drift() -> list[Panel | list[Panel]]:
                 "Jensen-Shannon divergence against the gold set (all replicas)",
                 "JSD (base 2: 0 same shares, 1 disjoint) of the last hour's language and topic "
                 "shares against the gold set's, computed in PromQL from the summed counters "
-                "(goldwatch:*:js_divergence_vs_gold_1h). Dashed line: 0.05, the alert level "
-                "(with at least 200 questions an hour; below that, sampling noise alone gives "
-                "about 0.01-0.03). Above it, the gold set no longer looks like the traffic. "
-                "No topic series while the topic model is below its kappa floor (TopicDrift "
-                "is silenced then: panel Detectors trusted).",
+                "(goldwatch:*:js_divergence_vs_gold_1h). Both sides are samples, so "
+                "unchanged traffic reads above 0: the noise floor is its expected value "
+                "(K - 1) / (8 ln 2) * (1/n + 1/n_gold), n this hour's questions, n_gold the "
+                "gold set's rows (goldwatch:*:js_divergence_null_1h), and the threshold the "
+                "alerts fire at (with at least 200 questions an hour) is the JSD unchanged "
+                "traffic reaches about one hour in 1,000, at least 0.05 "
+                "(goldwatch:*:js_divergence_bound_1h; docs/runbook.md#topicdrift). Dashed "
+                "line: 0.05, the least threshold. No topic series while the topic model is "
+                "below its kappa floor (TopicDrift is silenced then: panel Detectors trusted).",
                 [
                     (f"goldwatch:language:js_divergence_vs_gold_1h{{{SEL}}}", "language"),
                     (f"goldwatch:topic:js_divergence_vs_gold_1h{{{SEL}}}{TOPIC_UNTRUSTED}",
                      "topic"),
+                    (f"goldwatch:language:js_divergence_null_1h{{{SEL}}}", "language noise floor"),
+                    (f"goldwatch:topic:js_divergence_null_1h{{{SEL}}}{TOPIC_UNTRUSTED}",
+                     "topic noise floor"),
+                    (f"goldwatch:language:js_divergence_bound_1h{{{SEL}}}", "language threshold"),
+                    (f"goldwatch:topic:js_divergence_bound_1h{{{SEL}}}{TOPIC_UNTRUSTED}",
+                     "topic threshold"),
                 ],
                 "none", threshold=0.05,
             ),

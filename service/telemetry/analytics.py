@@ -100,6 +100,8 @@ class AnalyticsMetrics:
     goldwatch_over_refusals_total                counter (refused while in scope)
     goldwatch_under_refusals_total               counter (answered while out of scope)
     goldwatch_gold_share_ratio                   gauge   dimension, category
+    goldwatch_gold_share_rows                    gauge   dimension (gold rows behind the
+                                                         shares: their sampling noise)
     goldwatch_drift_js_divergence                gauge   dimension, comparison
     goldwatch_drift_psi                          gauge   dimension, comparison
     goldwatch_drift_p_value                      gauge   dimension, comparison
@@ -144,6 +146,7 @@ class AnalyticsMetrics:
     over_refusals: Counter
     under_refusals: Counter
     gold_share: Gauge
+    gold_share_rows: Gauge
     drift_js_divergence: Gauge
     drift_psi: Gauge
     drift_p_value: Gauge
@@ -330,9 +333,15 @@ class AnalyticsMetrics:
         assignment, :meth:`~service.topics.model.TopicModel.gold_assignments`, so a topic's
         share is not its label's and ``novel`` has one), each divided by its dimension's row
         total (shares in [0, 1] summing to 1 per dimension; a category outside the label
-        allow-list sums into ``other``)."""
+        allow-list sums into ``other``), and each dimension's row total (the ``n_gold``
+        behind its shares, >= 0: the recording rules size TopicDrift's and LanguageDrift's
+        noise floor with it). A dimension given replaces its shares: a category it no
+        longer counts (a refreshed gold set without its rows) loses its series, which would
+        otherwise add a category to the rules' K and, times the rows, to their ``n_gold``; a
+        dimension not given keeps its shares (a refresh merges counts per dimension)."""
         for dimension, counts in gold_counts.items():
             total = sum(counts.values())
+            self.gold_share_rows.labels(dimension=dimension).set(total)
             allowed = self._allowed(dimension)
             shares: dict[str, float] = {}
             for category, n in counts.items():  # categories outside the labels sum into other
@@ -340,6 +349,11 @@ class AnalyticsMetrics:
                 shares[label] = shares.get(label, 0.0) + (n / total if total else 0.0)
             for label, share in shares.items():
                 self.gold_share.labels(dimension=dimension, category=label).set(share)
+            for label in {*allowed, OTHER} - shares.keys():  # every label it could have set
+                try:
+                    self.gold_share.remove(dimension, label)
+                except KeyError:  # never set: nothing to remove
+                    pass
 
     def set_detector_quality(
         self,
@@ -529,6 +543,15 @@ def build_analytics_metrics(
             "with the gold set'). While the novelty detector is untrusted the recording "
             "rules leave novel out of the gold and the live topic shares alike.",
             ["dimension", "category"],
+        ),
+        gold_share_rows=gauge(
+            "gold_share_rows",
+            "The number of gold rows behind a dimension's goldwatch_gold_share_ratio shares "
+            "(every gold row, as those shares count them). The shares are a sample of that "
+            "many rows, so their own sampling noise adds to the Jensen-Shannon divergence "
+            "the recording rules compute: LanguageDrift and TopicDrift size their threshold "
+            "with it (docs/runbook.md#topicdrift).",
+            ["dimension"],
         ),
         drift_js_divergence=gauge(
             "drift_js_divergence",

@@ -231,6 +231,40 @@ def test_coverage_gaps_reset_and_gold_shares_sum_into_other() -> None:
     metrics.set_gold_shares({"language": {"en": 2, "es": 1, "fr": 1}})
     other = {"dimension": "language", "category": "other"}
     assert registry.get_sample_value("goldwatch_gold_share_ratio", other) == 0.5
+    # the rows behind the shares (4 here: 2 + 1 + 1), the n_gold of the drift rules
+    rows = {"dimension": "language"}
+    assert registry.get_sample_value("goldwatch_gold_share_rows", rows) == 4.0
+    metrics.set_gold_shares({"language": {"en": 30, "hi": 15}, "topic": {"a": 40, "novel": 15}})
+    assert registry.get_sample_value("goldwatch_gold_share_rows", rows) == 45.0
+    assert registry.get_sample_value("goldwatch_gold_share_rows", {"dimension": "topic"}) == 55.0
+
+
+def test_gold_shares_drop_a_category_the_refreshed_gold_set_no_longer_has() -> None:
+    """A gold refresh that leaves a category with no row removes its share: a stale share
+    would add a category to the drift rules' K, distort the JSD and, times the rows,
+    inflate goldwatch:gold_topic:rows (the rules' n_gold)."""
+    from service.telemetry import build_analytics_metrics
+
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(
+        registry, language_labels=["en", "hi"], topic_labels=["a", "b", "novel"]
+    )
+    metrics.set_gold_shares({"topic": {"a": 40, "b": 10, "zz": 5}, "language": {"hi": 3}})
+    metrics.set_gold_shares({"topic": {"a": 45, "novel": 10}})  # b and zz (other) are gone
+
+    def share(dimension: str, category: str) -> float | None:
+        labels = {"dimension": dimension, "category": category}
+        return registry.get_sample_value("goldwatch_gold_share_ratio", labels)
+
+    assert share("topic", "b") is None
+    assert share("topic", "other") is None
+    assert share("topic", "a") == 45 / 55
+    assert share("topic", "novel") == 10 / 55
+    # the shares left sum to 1: rows * the trusted shares' sum (a, without novel) is 45
+    assert registry.get_sample_value("goldwatch_gold_share_rows", {"dimension": "topic"}) == 55.0
+    assert 55 * share("topic", "a") == pytest.approx(45.0)
+    # a dimension absent from the refresh keeps its shares (counts merge per dimension)
+    assert share("language", "hi") == 1.0
 
 
 def test_shadow_metrics_export_a_stage_batch() -> None:
