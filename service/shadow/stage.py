@@ -71,6 +71,7 @@ from typing import Any, NotRequired
 from typing_extensions import TypedDict
 
 from service.pipeline import Batch
+from service.shadow.not_compared import NotCompared, count
 from service.shadow.runner import SKIP_REASONS, LaneStats, ShadowResult, ShadowRunner
 
 __all__ = [
@@ -336,14 +337,15 @@ class _Candidate:
         """Queued events whose result has not been folded in yet (≥ 0)."""
         return max(0, self.offers["queued"] - self.completed - sum(self.errors.values()))
 
-    def lose(self, reason: str, n: int) -> None:
+    def lose(self, reason: str, n: int) -> int:
         """Move ``n`` queued events (at most those in flight) whose result will never
         arrive to the skip reason ``reason`` (one of :data:`LOST_REASONS`, or ``cpu_budget``
-        / ``queue_full`` for events displaced from a full queue)."""
+        / ``queue_full`` for events displaced from a full queue); return how many moved."""
         n = min(n, self.in_flight())
         if n > 0:
             self.offers["queued"] -= n
             self.offers[reason] += n
+        return max(n, 0)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -469,6 +471,7 @@ class ShadowStage:
         return {
             "offers": {name: Counter() for name in names},
             "displaced": {name: Counter() for name in names},
+            "lost": {name: Counter() for name in names},
             "completed": dict.fromkeys(names, 0),
             "errors": {name: Counter() for name in names},
             "latency_seconds": {name: [] for name in names},
@@ -507,7 +510,10 @@ class ShadowStage:
         dropped = self.runner.results_dropped_by()
         for name, total in dropped.items():
             if name in self._candidates and total > self._dropped_by_seen[name]:
-                self._candidates[name].lose("result_dropped", total - self._dropped_by_seen[name])
+                lost = self._candidates[name].lose(
+                    "result_dropped", total - self._dropped_by_seen[name]
+                )
+                self._pending["lost"][name]["result_dropped"] += lost
                 self._dropped_by_seen[name] = total
         for name, counts in self.runner.evicted_by().items():
             for reason, total in counts.items():
@@ -571,11 +577,22 @@ class ShadowStage:
         self.runner.close(timeout=0.0)  # no wait beyond timeout_s: what runs on is given up
         self.collect()
         lost = 0
-        for aggregate in self._candidates.values():
-            n = aggregate.in_flight()
-            aggregate.lose("interrupted", n)
+        for name, aggregate in self._candidates.items():
+            n = aggregate.lose("interrupted", aggregate.in_flight())
+            self._pending["lost"][name]["interrupted"] += n
             lost += n
         return lost
+
+    def not_compared(self) -> dict[str, NotCompared]:
+        """Per candidate, the events offered whose comparison did not complete, by cause
+        (:func:`service.shadow.not_compared.count`), over the state's whole history (the
+        aggregates are checkpointed). Read without the pipeline lock: each counter is
+        copied first (one C-level dict copy)."""
+        counts = {}
+        for name, aggregate in self._candidates.items():
+            offers, errors = dict(aggregate.offers), dict(aggregate.errors)
+            counts[name] = count(offers, errors, aggregate.completed)
+        return counts
 
     def cut_off_notices(self) -> list[str]:
         """One line per candidate whose circuit breaker has opened: when it was first cut
@@ -623,7 +640,8 @@ class ShadowStage:
 
         Returns:
             ``{"offers": {cand: {outcome: n}}, "displaced": {cand: {reason: n}} (queued
-            events a later one displaced from a full queue), "completed": {cand: n},
+            events a later one displaced from a full queue), "lost": {cand: {reason: n}}
+            (queued events moved to a :data:`LOST_REASONS` reason), "completed": {cand: n},
             "errors": {cand: {reason: n}}, "latency_seconds": {cand: [s, ...]},
             "agreement": {cand: {metric: [value, ...]}}, "by_language": [{"candidate",
             "label", "measure", "value"}, ...], "by_topic": [...], "results_dropped": n,
@@ -639,6 +657,7 @@ class ShadowStage:
         self._dropped_seen = dropped
         pending["offers"] = {name: dict(c) for name, c in pending["offers"].items()}
         pending["displaced"] = {name: dict(c) for name, c in pending["displaced"].items()}
+        pending["lost"] = {name: dict(c) for name, c in pending["lost"].items()}
         pending["errors"] = {name: dict(c) for name, c in pending["errors"].items()}
         pending["runner"] = self.runner.stats()
         return pending
