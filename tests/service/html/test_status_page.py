@@ -302,9 +302,11 @@ def test_the_suggestions_panel_and_json_say_the_comparisons_not_made(tmp_path: P
     app.state.harvest = Labelling(repo, tmp_path / "gold.jsonl", HarvestConfig())
     page = _get(runtime, app=app).text
     # 5,256 offered - 1,527 compared = 3,729 = 256 + 3,304 + 169; load: 3,304 + 169 = 3,473
-    said = ("shadow_not_compared: tfidf 3729 of 5256 offered events (scrubbed 256, cpu_budget "
-            "3304, queue_full 169) had no completed shadow comparison, so could get no "
-            "shadow_disagreement reason; 3473 of them for load (cpu_budget, queue_full)")  # fmt: skip
+    said = (
+        "shadow_not_compared: tfidf 3729 of 5256 offered events (scrubbed 256, cpu_budget "
+        "3304, queue_full 169) had no completed shadow comparison, so could get no "
+        "shadow_disagreement reason; 3473 of them for load (cpu_budget, queue_full)"
+    )
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     assert "shed 0 since start" in moved and said in moved
     listed = page[page.index('<section id="gold-candidates">') :]
