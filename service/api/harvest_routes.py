@@ -177,9 +177,11 @@ def list_candidates(
     guesses (the detected language, the topic model's topic, the first asker's role) under
     ``suggested``, never as labels. ``language`` and ``topic`` filter by those guesses,
     ``language`` case-insensitively (BCP 47); the other filters match exactly. Beside the
-    page: ``shed`` (picked events whose new question was shed since start) and
-    ``shadow_not_compared`` (per shadow candidate, the events offered whose comparison did
-    not complete, by cause: they could get no ``shadow_disagreement`` reason)."""
+    page: ``shed`` (picked events whose new question was shed since this process started)
+    and ``shadow_not_compared`` (per shadow candidate, the events offered whose comparison
+    did not complete, by cause, over the state's whole history, restarts included: they
+    could get no ``shadow_disagreement`` reason from that candidate, except those still
+    ``in_flight``)."""
     try:
         page = labelling.list(reason, language, topic, status_, offset, limit)
     except LabellingError as exc:

@@ -408,10 +408,12 @@ class CandidatePage(TypedDict):
     offset: int
     limit: int
     items: list[CandidateItem]
-    #: picked events whose new question harvesting shed since start, the bound that sheds
-    #: them (``harvest.max_new_per_batch``) and, with shadow candidates, per candidate the
-    #: events offered whose comparison did not complete, by cause (the status page's words:
-    #: :func:`service.api.status_page.shed_counts`); absent when the runtime does not harvest
+    #: picked events whose new question harvesting shed since this process started, the
+    #: bound that sheds them (``harvest.max_new_per_batch``) and, with shadow candidates, per
+    #: candidate the events offered whose comparison did not complete, by cause, over the
+    #: state's whole history (restarts included; ``in_flight``: not compared yet) (the status
+    #: page's words: :func:`service.api.status_page.shed_counts`); absent when the runtime
+    #: does not harvest
     shed: NotRequired[int]
     max_new_per_batch: NotRequired[int | None]
     live: NotRequired[bool]

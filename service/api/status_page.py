@@ -99,8 +99,9 @@ def shed_counts(runtime: Runtime) -> Shed:
     (``goldwatch_gold_candidates_shed_total``) and the bound that sheds them; ``live``: the
     count depends on how fast events arrived (:data:`service.harvest.shed_note.LIVE_CAVEAT`),
     which the page says; ``shadow_not_compared`` (with shadow candidates): per candidate the
-    events offered whose comparison did not complete, by cause
-    (:meth:`~service.shadow.stage.ShadowStage.not_compared`). Empty when the runtime does
+    events offered whose comparison did not complete, by cause, over the state's whole
+    history (:meth:`~service.shadow.stage.ShadowStage.not_compared`, read without the
+    pipeline's lock: one consistent snapshot). Empty when the runtime does
     not harvest."""
     live = getattr(runtime, "live", None)
     stage = getattr(live, "harvest", None)

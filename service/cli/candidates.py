@@ -7,8 +7,9 @@ suggestion's ``c-…`` id, ``gold: []`` and no ``kind`` until a labeller fills t
 ``--out FILE``, or to stdout with ``--out -`` (the summary line then goes to stderr). The
 summary line also says, when the state holds shadow candidates' counts, how many events each
 had no completed comparison for, by cause (``shadow_not_compared``:
-:func:`service.harvest.shed_note.not_compared_note`): none of them could add the reason
-``shadow_disagreement``, which a ``serve`` under load skips. The
+:func:`service.harvest.shed_note.not_compared_note`): none of them could get the reason
+``shadow_disagreement`` from that candidate (but those still ``in_flight``), and a ``serve``
+under load skips comparisons (``interrupted``, lost at a stop or crash, said apart). The
 folder of ``FILE`` must exist (it is not created, as with a shell redirection); an existing
 file is replaced. It reads the SQLite state file of ``goldwatch serve`` (or of
 ``goldwatch replay --state``), which may be running: the file is in WAL mode and only read.

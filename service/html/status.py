@@ -184,7 +184,7 @@ def moved_section(
             bound = summary.get("max_new_per_batch")
             timing = ("; the count depends on how fast events arrived"
                       if bound is not None and summary.get("live") else "")  # fmt: skip
-            text += (f"; shed {summary['shed']} since start ("
+            text += (f"; shed {summary['shed']} since this process started ("
                      + (f"harvest.max_new_per_batch {bound}" if bound is not None
                         else "no harvest.max_new_per_batch") + f"{timing})")  # fmt: skip
         note = not_compared_note(summary)

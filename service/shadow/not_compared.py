@@ -2,21 +2,32 @@
 
 A harvest suggestion gets the reason ``shadow_disagreement`` only from a *completed*
 comparison (a candidate's result with RBO below ``harvest.max_rbo``). An event whose
-comparison never completed cannot carry that reason, and when it was its only reason it
-starts no suggestion at all. Some causes are the configuration's and the same on every run
-(``filtered``, ``not_sampled``, ``no_production``, ``scrubbed``); others depend on how fast
-events arrive (:data:`LOAD_CAUSES`: serve under the CPU budget skips and displaces offers as
-``cpu_budget``/``queue_full``; a replay waits instead, so it has none of them) or on the
-candidate failing (``breaker_open`` and the call errors). Trial 45 (L3): one log gave 983
-suggestions with ``shadow_disagreement`` in a replay and 315 from ``serve`` at 400 events/s,
-whose output said only "shed 0"; 3,429 of its 5,256 events had no completed comparison
-(cpu_budget 3,289, queue_full 140, scrubbed 256).
+comparison by a candidate never completed cannot get that reason from that candidate (another
+candidate's comparison still can), and when it was its only reason it starts no suggestion.
+The causes, each said apart:
+
+* the configuration's, the same on every run: ``filtered``, ``not_sampled``,
+  ``no_production``, ``scrubbed``;
+* load (:data:`LOAD_CAUSES`), depending on how fast events arrive: serve under the CPU budget
+  skips and displaces offers (``cpu_budget``, ``queue_full``), a rate limit refuses them
+  (``rate_limited``), a full result buffer drops results (``result_dropped``); a replay
+  waits instead, so it has none of them;
+* a failing candidate: ``breaker_open`` and the call errors (:data:`ERROR_REASONS`);
+* ``interrupted``: lost at a stop or a crash (the call had not finished when a clean stop
+  gave up waiting, or was in flight at the last checkpoint before a crash): how the process
+  ended, not how fast events came;
+* ``in_flight``: queued, no result yet — not compared *yet*; it may still add the reason.
+
+Trial 45 (L3): one log gave 983 suggestions with ``shadow_disagreement`` in a replay and 315
+from ``serve`` at 400 events/s, whose output said only "shed 0". A rerun of that serve
+(session 46): of its 5,256 events, 1,527 were compared and 3,729 not (cpu_budget 3,304,
+queue_full 169, scrubbed 256; 3,473 for load).
 
 The counts come from the shadow stage's aggregates (:class:`~service.shadow.stage.ShadowStage`,
-checkpointed, so they cover the state file's whole history, like the suggestions): per
-candidate ``offered = compared + not_compared``, ``compared`` the calls answered
-(``completed``), ``not_compared`` = Σ skipped (every skip reason, those moved from queued
-included) + Σ errors + ``in_flight`` (queued, no result yet).
+checkpointed, so they cover the state file's whole history, restarts included, like the
+suggestions): per candidate ``offered = compared + not_compared``, ``compared`` the calls
+answered (``completed``), ``not_compared`` = Σ skipped (every skip reason, those moved from
+queued included) + Σ errors + ``in_flight``.
 """
 
 from __future__ import annotations
@@ -28,20 +39,32 @@ from typing_extensions import TypedDict  # served by the API (pydantic, Python <
 
 from service.shadow.runner import ERROR_REASONS, SKIP_REASONS
 
-__all__ = ["CAUSES", "LOAD_CAUSES", "NOT_COMPARED", "NotCompared", "count", "from_snapshot"]
+__all__ = [
+    "CAUSES",
+    "IN_FLIGHT",
+    "INTERRUPTED",
+    "LOAD_CAUSES",
+    "NOT_COMPARED",
+    "NotCompared",
+    "count",
+    "from_snapshot",
+]
 
 #: The name of the count, the same in every output (status page, ``/v1`` JSON, export,
 #: replay report) and in the metric ``goldwatch_shadow_not_compared_total``.
 NOT_COMPARED = "shadow_not_compared"
 #: Skip reasons of queued events whose result never arrived (service.shadow.stage.LOST_REASONS).
 _LOST = ("interrupted", "result_dropped")
+#: Lost at a stop or a crash (neither load nor configuration; said apart).
+INTERRUPTED = "interrupted"
+#: Queued, no result yet: not compared *yet* (may still add the reason; said apart).
+IN_FLIGHT = "in_flight"
 #: Every cause, in report order: the skip reasons, the lost results, the call errors, and
-#: ``in_flight`` (queued, no result yet).
-CAUSES: tuple[str, ...] = (*SKIP_REASONS, *_LOST, *ERROR_REASONS, "in_flight")
-#: The causes that depend on how fast events arrive (a replay has none of them).
-LOAD_CAUSES: tuple[str, ...] = (
-    "cpu_budget", "queue_full", "rate_limited", "result_dropped", "interrupted", "in_flight",
-)  # fmt: skip
+#: :data:`IN_FLIGHT`.
+CAUSES: tuple[str, ...] = (*SKIP_REASONS, *_LOST, *ERROR_REASONS, IN_FLIGHT)
+#: The causes that depend on how fast events arrive (a replay has none of them). Not
+#: :data:`INTERRUPTED` (how the process ended) nor :data:`IN_FLIGHT` (not settled yet).
+LOAD_CAUSES: tuple[str, ...] = ("cpu_budget", "queue_full", "rate_limited", "result_dropped")
 
 
 class NotCompared(TypedDict):
@@ -74,7 +97,7 @@ def count(offers: Mapping[str, int], errors: Mapping[str, int], completed: int) 
     by_cause.update({reason: int(n) for reason, n in errors.items() if n})
     in_flight = int(offers.get("queued", 0)) - completed - sum(int(n) for n in errors.values())
     if in_flight > 0:
-        by_cause["in_flight"] = in_flight
+        by_cause[IN_FLIGHT] = in_flight
     order = {cause: i for i, cause in enumerate(CAUSES)}
     ordered = dict(sorted(by_cause.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     offered = sum(int(n) for n in offers.values())

@@ -359,7 +359,9 @@ class _Candidate:
             "worst": [row for _, _, row in self.worst],
         }
 
-    def load(self, state: Mapping[str, Any]) -> None:
+    def load(self, state: Mapping[str, Any]) -> int:
+        """Add the aggregates ``state`` saved; return how many events in flight at that
+        checkpoint were moved to ``interrupted`` (lost in the crash or stop)."""
         self.offers.update(state.get("offers", {}))
         self.errors.update(state.get("errors", {}))
         self.completed = int(state.get("completed", 0))
@@ -382,7 +384,7 @@ class _Candidate:
             self._keep(row)
         # calls in flight at the checkpoint belong to the process that stopped: their
         # results are gone, and their events (offsets committed) are not offered again
-        self.lose("interrupted", self.in_flight())
+        return self.lose("interrupted", self.in_flight())
 
 
 def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
@@ -465,6 +467,20 @@ class ShadowStage:
         self._dropped_seen = 0
         self._dropped_by_seen: Counter[str] = Counter()
         self._evicted_seen: Counter[tuple[str, str]] = Counter()
+        self._not_compared: dict[str, NotCompared] = {}
+        self._publish()
+
+    def _publish(self) -> None:
+        """Compute :meth:`not_compared` from the aggregates as they are now and swap it in
+        (one attribute store): called by the pipeline's thread at the end of every change
+        (:meth:`collect`, so every batch; :meth:`finish`; :meth:`restore`), so a reader on
+        another thread gets one batch's consistent counts, never a mix (a review of
+        session 46: reading ``offers``, ``errors`` and ``completed`` one after another, a
+        batch folded in between gave ``offered != compared + not_compared``)."""
+        self._not_compared = {
+            name: count(dict(agg.offers), dict(agg.errors), agg.completed)
+            for name, agg in self._candidates.items()
+        }
 
     def _empty_pending(self) -> dict[str, Any]:
         names = self._candidates
@@ -544,6 +560,7 @@ class ShadowStage:
                         row = {"candidate": name, "measure": metric, "value": float(value)}
                         pending["by_language"].append({**row, "label": language})
                         pending["by_topic"].append({**row, "label": topic})
+        self._publish()
         return len(results)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
@@ -581,18 +598,17 @@ class ShadowStage:
             n = aggregate.lose("interrupted", aggregate.in_flight())
             self._pending["lost"][name]["interrupted"] += n
             lost += n
+        self._publish()
         return lost
 
     def not_compared(self) -> dict[str, NotCompared]:
         """Per candidate, the events offered whose comparison did not complete, by cause
         (:func:`service.shadow.not_compared.count`), over the state's whole history (the
-        aggregates are checkpointed). Read without the pipeline lock: each counter is
-        copied first (one C-level dict copy)."""
-        counts = {}
-        for name, aggregate in self._candidates.items():
-            offers, errors = dict(aggregate.offers), dict(aggregate.errors)
-            counts[name] = count(offers, errors, aggregate.completed)
-        return counts
+        aggregates are checkpointed), as of the end of the last batch folded in (or
+        :meth:`finish`, :meth:`restore`). Safe without the pipeline lock: it reads one
+        snapshot the pipeline swaps in whole (:meth:`_publish`), so every row adds up
+        (``offered = compared + not_compared``). The rows are shared: do not modify them."""
+        return dict(self._not_compared)
 
     def cut_off_notices(self) -> list[str]:
         """One line per candidate whose circuit breaker has opened: when it was first cut
@@ -692,4 +708,8 @@ class ShadowStage:
             return
         for name, saved in state.get("candidates", {}).items():
             if name in self._candidates:
-                self._candidates[name].load(saved)
+                # in flight at the checkpoint: lost in the crash (or stop); counted once
+                # here for goldwatch_shadow_not_compared_total (cause interrupted)
+                lost = self._candidates[name].load(saved)
+                self._pending["lost"][name]["interrupted"] += lost
+        self._publish()

@@ -203,7 +203,8 @@ class ShadowMetrics:
     def _observe_not_compared(self, pending: Mapping[str, Any]) -> None:
         """``goldwatch_shadow_not_compared_total``: every event whose comparison will not
         complete, once, by cause — skipped at the offer, displaced from the queue, lost
-        (result dropped, interrupted) or failed (service.shadow.not_compared)."""
+        (result dropped, interrupted: at a clean stop, or after a crash when the restarted
+        process restores its state) or failed (service.shadow.not_compared)."""
         causes: Counter_[tuple[str, str]] = Counter_()
         for name, outcomes in pending.get("offers", {}).items():
             causes.update({(name, o): n for o, n in outcomes.items() if o != "queued"})
@@ -311,9 +312,12 @@ def build_shadow_metrics(
                              "candidate whose comparison will not complete, by cause: "
                              "skipped at the offer, displaced from its queue, result lost "
                              "(result_dropped, interrupted) or call failed; such an event "
-                             "can get no shadow_disagreement harvest reason. Load causes "
-                             "(cpu_budget, queue_full, rate_limited, result_dropped, "
-                             "interrupted) depend on ingest speed.", ["retriever", "cause"]),
+                             "can get no shadow_disagreement harvest reason from that "
+                             "candidate. Load causes (cpu_budget, queue_full, rate_limited, "
+                             "result_dropped) depend on ingest speed; interrupted: lost at a "
+                             "stop or crash (a crash's are counted by the restarted process, "
+                             "once, when it restores its state). Events still in flight are "
+                             "not counted until settled.", ["retriever", "cause"]),
         request_duration=Histogram(
             _name("shadow_request_duration_seconds"),
             "Duration of shadow calls (retries included; failed calls too).", ["retriever"],

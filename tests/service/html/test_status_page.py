@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import html
 import random
 import string
 from pathlib import Path
@@ -268,7 +269,7 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
     page = _get(runtime, app=app).text
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     assert (
-        "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since start "
+        "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since this process started "
         "(harvest.max_new_per_batch 23; the count depends on how fast events arrived)"
     ) in moved
     listed = page[page.index('<section id="gold-candidates">') :]
@@ -304,12 +305,14 @@ def test_the_suggestions_panel_and_json_say_the_comparisons_not_made(tmp_path: P
     # 5,256 offered - 1,527 compared = 3,729 = 256 + 3,304 + 169; load: 3,304 + 169 = 3,473
     said = (
         "shadow_not_compared: tfidf 3729 of 5256 offered events (scrubbed 256, cpu_budget "
-        "3304, queue_full 169) had no completed shadow comparison, so could get no "
-        "shadow_disagreement reason; 3473 of them for load (cpu_budget, queue_full)"
+        "3304, queue_full 169) had no completed comparison by that candidate (over the "
+        "state's whole history, restarts included), so they could get no "
+        "shadow_disagreement reason from it; 3473 for load (cpu_budget, queue_full)"
     )
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
-    assert "shed 0 since start" in moved and said in moved
-    listed = page[page.index('<section id="gold-candidates">') :]
+    moved = html.unescape(moved)  # the page escapes the apostrophe of "state's"
+    assert "shed 0 since this process started" in moved and said in moved
+    listed = html.unescape(page[page.index('<section id="gold-candidates">') :])
     assert "Shed: 0" in listed and said[0].upper() + said[1:] in listed
 
     async def get() -> httpx.Response:
