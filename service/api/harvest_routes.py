@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
 from service.api.schemas import CandidatePage
+from service.api.status_page import shed_counts
 from service.harvest.config import REASONS
 from service.harvest.labelling import (
     LABEL_FIELDS,
@@ -160,6 +161,7 @@ def _error(exc: LabellingError) -> HTTPException:
 
 @router.get("")
 def list_candidates(
+    request: Request,
     labelling: LabellingDep,
     reason: Annotated[Literal[REASONS] | None, Query()] = None,  # type: ignore[valid-type]
     language: Label = None,
@@ -174,12 +176,22 @@ def list_candidates(
     them at which rank) and status (``suggested``, ``accepted``, ``rejected``); goldwatch's
     guesses (the detected language, the topic model's topic, the first asker's role) under
     ``suggested``, never as labels. ``language`` and ``topic`` filter by those guesses,
-    ``language`` case-insensitively (BCP 47); the other filters match exactly."""
+    ``language`` case-insensitively (BCP 47); the other filters match exactly. Beside the
+    page: ``shed`` (picked events whose new question was shed since this process started)
+    and ``shadow_not_compared`` (per shadow candidate, the events offered whose comparison
+    did not complete, by cause, over the state's whole history, restarts included: they
+    could get no ``shadow_disagreement`` reason from that candidate, except those still
+    ``in_flight``)."""
     try:
         page = labelling.list(reason, language, topic, status_, offset, limit)
     except LabellingError as exc:
         raise _error(exc) from None
-    return {"total": page.total, "offset": offset, "limit": limit, "items": page.items}
+    result: CandidatePage = {"total": page.total, "offset": offset, "limit": limit,
+                             "items": page.items}  # fmt: skip
+    runtime = getattr(request.app.state, "runtime", None)
+    if runtime is not None:  # what the list cannot hold: shed, and comparisons not made
+        result.update(cast("CandidatePage", shed_counts(runtime)))  # the same optional keys
+    return result
 
 
 @router.get("/{candidate_id}", responses={404: {"description": "no suggestion has this id"}})

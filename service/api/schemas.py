@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 from service.harvest.labelling import CandidateItem
 from service.runtime.process import GoldRunStatus
 from service.runtime.reports import OutOfScopeReport, RefusalCounts
+from service.shadow.not_compared import NotCompared
 from service.shadow.stage import CandidateSummary, Disagreement
 
 #: Keep keys a TypedDict below does not declare (after the declared ones), never drop them.
@@ -407,3 +408,13 @@ class CandidatePage(TypedDict):
     offset: int
     limit: int
     items: list[CandidateItem]
+    #: picked events whose new question harvesting shed since this process started, the
+    #: bound that sheds them (``harvest.max_new_per_batch``) and, with shadow candidates, per
+    #: candidate the events offered whose comparison did not complete, by cause, over the
+    #: state's whole history (restarts included; ``in_flight``: not compared yet) (the status
+    #: page's words: :func:`service.api.status_page.shed_counts`); absent when the runtime
+    #: does not harvest
+    shed: NotRequired[int]
+    max_new_per_batch: NotRequired[int | None]
+    live: NotRequired[bool]
+    shadow_not_compared: NotRequired[dict[str, NotCompared]]

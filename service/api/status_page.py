@@ -18,6 +18,7 @@ from service.api.deps import RuntimeDep
 from service.harvest.labelling import CandidateItem
 from service.html.status import SectionCache, render_status_page
 from service.runtime.process import EngineBusy, Runtime
+from service.shadow.not_compared import NotCompared
 from service.shadow.stage import ShadowStageReport
 
 router = APIRouter()
@@ -26,11 +27,12 @@ SUGGESTIONS = 20
 
 
 class Shed(TypedDict, total=False):
-    """:func:`_shed`: picked events whose new question harvesting shed, and the bound."""
+    """:func:`shed_counts`: picked events whose new question harvesting shed, and the bound."""
 
     shed: int
     max_new_per_batch: int | None
     live: bool
+    shadow_not_compared: dict[str, NotCompared]
 
 
 class Documents(TypedDict, total=False):
@@ -77,7 +79,7 @@ def _extras(runtime: Runtime, harvest: Any) -> Extras:
             "suggestions": page.items,
             "n_suggestions": page.total,  # all undecided ones, not the SUGGESTIONS shown
             "by_status": harvest.counts(),
-            **_shed(runtime),
+            **shed_counts(runtime),
             **_documents(runtime),
         }
     return extras
@@ -91,20 +93,28 @@ def _documents(runtime: Runtime) -> Documents:
     return {} if documents is None else {"documents": documents}
 
 
-def _shed(runtime: Runtime) -> Shed:
+def shed_counts(runtime: Runtime) -> Shed:
     """``{"shed": n, "max_new_per_batch": bound, "live": True}``: picked events whose new
     question harvesting shed since this process started
     (``goldwatch_gold_candidates_shed_total``) and the bound that sheds them; ``live``: the
     count depends on how fast events arrived (:data:`service.harvest.shed_note.LIVE_CAVEAT`),
-    which the page says. Empty when the runtime does not harvest."""
+    which the page says; ``shadow_not_compared`` (with shadow candidates): per candidate the
+    events offered whose comparison did not complete, by cause, over the state's whole
+    history (:meth:`~service.shadow.stage.ShadowStage.not_compared`, read without the
+    pipeline's lock: one consistent snapshot). Empty when the runtime does
+    not harvest."""
     live = getattr(runtime, "live", None)
     stage = getattr(live, "harvest", None)
     registry = getattr(runtime, "registry", None)
     if stage is None or registry is None:
         return {}
     shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
-    return {"shed": int(shed or 0), "max_new_per_batch": stage.config.max_new_per_batch,
-            "live": True}  # fmt: skip
+    panel: Shed = {"shed": int(shed or 0), "max_new_per_batch": stage.config.max_new_per_batch,
+                   "live": True}  # fmt: skip
+    shadow = getattr(live, "shadow", None)
+    if shadow is not None:  # next to shed: events whose shadow comparison did not complete
+        panel["shadow_not_compared"] = shadow.not_compared()
+    return panel
 
 
 def _render(runtime: Runtime, refresh_s: int, cache: SectionCache, harvest: Any) -> str:

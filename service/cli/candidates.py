@@ -5,6 +5,11 @@ within each, as gold-set JSONL (``id`` the
 suggestion's ``c-…`` id, ``gold: []`` and no ``kind`` until a labeller fills them, ``source``,
 ``status: "suggested"``, ``reasons``, ``pool``; see :mod:`service.harvest.export`) to
 ``--out FILE``, or to stdout with ``--out -`` (the summary line then goes to stderr). The
+summary line also says, when the state holds shadow candidates' counts, how many events each
+had no completed comparison for, by cause (``shadow_not_compared``:
+:func:`service.harvest.shed_note.not_compared_note`): none of them could get the reason
+``shadow_disagreement`` from that candidate (but those still ``in_flight``), and a ``serve``
+under load skips comparisons (``interrupted``, lost at a stop or crash, said apart). The
 folder of ``FILE`` must exist (it is not created, as with a shell redirection); an existing
 file is replaced. It reads the SQLite state file of ``goldwatch serve`` (or of
 ``goldwatch replay --state``), which may be running: the file is in WAL mode and only read.
@@ -75,7 +80,9 @@ def export_command(
     # imported here, not at the top: `goldwatch --help` must not load them
     from service.harvest.config import HarvestConfig
     from service.harvest.export import export_rows, write_jsonl
+    from service.harvest.shed_note import not_compared_note
     from service.harvest.store import StateStoreCandidates
+    from service.shadow.not_compared import NOT_COMPARED, from_snapshot
     from service.state import StateError, StateStore
 
     _check_out(out)
@@ -94,6 +101,9 @@ def export_command(
     try:
         with StateStore.open(state_path) as store:
             rows = export_rows(StateStoreCandidates(store), harvest, limit)
+            # checkpointed with the suggestions: the comparisons that could not add the
+            # reason shadow_disagreement (serve under load skips them; trial 45, L3)
+            note = not_compared_note({NOT_COMPARED: from_snapshot(store.get("stage/shadow"))})
     except StateError as exc:
         _fail(str(exc))
     target = sys.stdout.buffer if out == STDOUT else Path(out)
@@ -101,7 +111,5 @@ def export_command(
         count = write_jsonl(rows, target)
     except OSError as exc:
         _fail(f"cannot write {'stdout' if out == STDOUT else out}: {exc.strerror or exc}")
-    if out == STDOUT:
-        click.echo(f"{count} suggestion(s) -> stdout", err=True)
-    else:
-        click.echo(f"{count} suggestion(s) -> {out}")
+    summary = f"{count} suggestion(s) -> {'stdout' if out == STDOUT else out}"
+    click.echo(summary + (f"; {note}" if note else ""), err=out == STDOUT)

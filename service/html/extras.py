@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
-from service.harvest.shed_note import shed_note
+from service.harvest.shed_note import not_compared_note, shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
 from service.html.page import esc, figure, ids, minute, num, para, section, table
@@ -532,9 +532,9 @@ def _summary(summary: Mapping[str, Any]) -> list[Markup]:
                           + "; the first ones in the labellers' queue below (by priority, "
                           "alternating topics and languages: the order of GET "
                           "/v1/gold-candidates and candidates export).", "meta"))  # fmt: skip
-    note = shed_note(summary)
-    if note is not None:
-        parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
+    for note in (shed_note(summary), not_compared_note(summary)):
+        if note is not None:
+            parts.append(para(note[0].upper() + note[1:] + ".", "muted"))
     return parts
 
 

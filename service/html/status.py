@@ -23,6 +23,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.drift.stage import REFERENCE_GAP
+from service.harvest.shed_note import not_compared_note
 from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, gold_run_text, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
@@ -183,9 +184,12 @@ def moved_section(
             bound = summary.get("max_new_per_batch")
             timing = ("; the count depends on how fast events arrived"
                       if bound is not None and summary.get("live") else "")  # fmt: skip
-            text += (f"; shed {summary['shed']} since start ("
+            text += (f"; shed {summary['shed']} since this process started ("
                      + (f"harvest.max_new_per_batch {bound}" if bound is not None
                         else "no harvest.max_new_per_batch") + f"{timing})")  # fmt: skip
+        note = not_compared_note(summary)
+        if note is not None:
+            text += f"; {note}"
         top = f"; first: {shown[0].get('question', '')}" if shown else ""
         rows.append([_link("gold-candidates", "suggestions"), f"{text}{top}"])
     if not rows:  # analytics off and no extras: the analytics section says so

@@ -30,7 +30,9 @@ The report (``--format json``)::
      "shadow": {...}, "quality": {...},
      "gold_candidates": {"n_suggestions", "by_reason": {reason: n}, "top": [record, ...],
                          "in_gaps": [{"dimension", "value", "gap", "n", "top": [...]}],
-                         "n_gaps", "shed", "max_new_per_batch"}}
+                         "n_gaps", "shed", "max_new_per_batch",
+                         "shadow_not_compared": {candidate: {"offered", "compared",
+                                                             "not_compared", "by_cause"}}}}
 
 ``blank_lines`` counts the log's blank (empty or whitespace-only) lines: no data, so neither
 events consumed nor dead letters, but lines all the same (lines read = ``consumed +
@@ -63,6 +65,12 @@ A replay sets no bound unless ``harvest.max_new_per_batch`` is set explicitly (c
 environment): it has no live latency to protect, and its full 500-event batches would
 otherwise shed far more than the live service's small ones (the demo log: 218 suggestions
 kept with the bound of 48, 489 without; the live demo keeps 482).
+
+``gold_candidates.shadow_not_compared`` (with shadow candidates) counts, per candidate, the
+events offered whose comparison did not complete, by cause (:mod:`service.shadow.not_compared`):
+none of them can give a suggestion the reason ``shadow_disagreement``. A replay waits for every
+comparison, so only the configuration's causes (``scrubbed``, ``not_sampled`` …) and a failing
+candidate's appear; ``serve`` under load adds ``cpu_budget``/``queue_full`` (trial 45).
 """
 
 from __future__ import annotations
@@ -90,7 +98,7 @@ from service.evaluation.detector_quality import (
     over_refusals_explained_text,
     under_refusals_explained_text,
 )
-from service.harvest.shed_note import shed_note
+from service.harvest.shed_note import not_compared_note, shed_note
 from service.jobs.series import TimeSeries
 from service.language.detector import OTHER as OTHER_LANGUAGE
 from service.language.excluded import excluded_text
@@ -1171,9 +1179,9 @@ def harvest_lines(summary: HarvestSummary | None) -> list[str]:
                      + (f" (and {more} smaller gaps)" if more > 0 else "")
                      + f"; {OUT_OF_SCOPE_COUNTED}")  # fmt: skip
     lines += document_gap_lines(summary.get("documents"))
-    note = shed_note(summary)
-    if note is not None:
-        lines.append(f"  {note}")
+    for note in (shed_note(summary), not_compared_note(summary)):
+        if note is not None:
+            lines.append(f"  {note}")
     return lines
 
 

@@ -48,6 +48,7 @@ from service.runtime.analytics import (
     scope_support,
 )
 from service.runtime.live import Live
+from service.shadow.not_compared import NotCompared
 from service.shadow.stage import ShadowStageReport
 from service.telemetry import PII_TYPES
 from service.topics.model import NOVEL
@@ -264,7 +265,9 @@ class HarvestSummary(TypedDict):
     ``n_gaps``) its suggestions' count and its best :data:`GAP_TOP`
     (:meth:`~service.harvest.stage.HarvestStage.best_records_in_gaps`); with a registry,
     ``shed`` (picked events whose new question was shed) and ``max_new_per_batch`` (the
-    bound that sheds them); ``documents`` (live, when the corpus names documents): the
+    bound that sheds them); ``shadow_not_compared`` (with shadow candidates): per candidate,
+    the events offered whose comparison did not complete, by cause
+    (:mod:`service.shadow.not_compared`); ``documents`` (live, when the corpus names documents): the
     under-covered documents over all live traffic
     (:meth:`~service.harvest.stage.HarvestStage.document_gaps`, the :data:`GAP_GROUPS`
     largest)."""
@@ -276,6 +279,7 @@ class HarvestSummary(TypedDict):
     n_gaps: NotRequired[int]
     shed: NotRequired[int]
     max_new_per_batch: NotRequired[int | None]
+    shadow_not_compared: NotRequired[dict[str, NotCompared]]
     documents: NotRequired[dict[str, Any]]
 
 
@@ -311,6 +315,8 @@ def live_reports(live: Live, registry: CollectorRegistry | None = None) -> LiveR
             shed = registry.get_sample_value("goldwatch_gold_candidates_shed_total")
             summary["shed"] = int(shed or 0)
             summary["max_new_per_batch"] = live.harvest.config.max_new_per_batch
+        if live.shadow is not None:  # said next to shed: comparisons skipped under load
+            summary["shadow_not_compared"] = live.shadow.not_compared()
         reports["gold_candidates"] = summary
     return reports
 

@@ -71,6 +71,7 @@ from typing import Any, NotRequired
 from typing_extensions import TypedDict
 
 from service.pipeline import Batch
+from service.shadow.not_compared import NotCompared, count
 from service.shadow.runner import SKIP_REASONS, LaneStats, ShadowResult, ShadowRunner
 
 __all__ = [
@@ -336,14 +337,15 @@ class _Candidate:
         """Queued events whose result has not been folded in yet (≥ 0)."""
         return max(0, self.offers["queued"] - self.completed - sum(self.errors.values()))
 
-    def lose(self, reason: str, n: int) -> None:
+    def lose(self, reason: str, n: int) -> int:
         """Move ``n`` queued events (at most those in flight) whose result will never
         arrive to the skip reason ``reason`` (one of :data:`LOST_REASONS`, or ``cpu_budget``
-        / ``queue_full`` for events displaced from a full queue)."""
+        / ``queue_full`` for events displaced from a full queue); return how many moved."""
         n = min(n, self.in_flight())
         if n > 0:
             self.offers["queued"] -= n
             self.offers[reason] += n
+        return max(n, 0)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -357,7 +359,9 @@ class _Candidate:
             "worst": [row for _, _, row in self.worst],
         }
 
-    def load(self, state: Mapping[str, Any]) -> None:
+    def load(self, state: Mapping[str, Any]) -> int:
+        """Add the aggregates ``state`` saved; return how many events in flight at that
+        checkpoint were moved to ``interrupted`` (lost in the crash or stop)."""
         self.offers.update(state.get("offers", {}))
         self.errors.update(state.get("errors", {}))
         self.completed = int(state.get("completed", 0))
@@ -380,7 +384,7 @@ class _Candidate:
             self._keep(row)
         # calls in flight at the checkpoint belong to the process that stopped: their
         # results are gone, and their events (offsets committed) are not offered again
-        self.lose("interrupted", self.in_flight())
+        return self.lose("interrupted", self.in_flight())
 
 
 def _table(table: Mapping[str, _Means]) -> dict[str, dict[str, Any]]:
@@ -463,12 +467,27 @@ class ShadowStage:
         self._dropped_seen = 0
         self._dropped_by_seen: Counter[str] = Counter()
         self._evicted_seen: Counter[tuple[str, str]] = Counter()
+        self._not_compared: dict[str, NotCompared] = {}
+        self._publish()
+
+    def _publish(self) -> None:
+        """Compute :meth:`not_compared` from the aggregates as they are now and swap it in
+        (one attribute store): called by the pipeline's thread at the end of every change
+        (:meth:`collect`, so every batch; :meth:`finish`; :meth:`restore`), so a reader on
+        another thread gets one batch's consistent counts, never a mix (a review of
+        session 46: reading ``offers``, ``errors`` and ``completed`` one after another, a
+        batch folded in between gave ``offered != compared + not_compared``)."""
+        self._not_compared = {
+            name: count(dict(agg.offers), dict(agg.errors), agg.completed)
+            for name, agg in self._candidates.items()
+        }
 
     def _empty_pending(self) -> dict[str, Any]:
         names = self._candidates
         return {
             "offers": {name: Counter() for name in names},
             "displaced": {name: Counter() for name in names},
+            "lost": {name: Counter() for name in names},
             "completed": dict.fromkeys(names, 0),
             "errors": {name: Counter() for name in names},
             "latency_seconds": {name: [] for name in names},
@@ -507,7 +526,10 @@ class ShadowStage:
         dropped = self.runner.results_dropped_by()
         for name, total in dropped.items():
             if name in self._candidates and total > self._dropped_by_seen[name]:
-                self._candidates[name].lose("result_dropped", total - self._dropped_by_seen[name])
+                lost = self._candidates[name].lose(
+                    "result_dropped", total - self._dropped_by_seen[name]
+                )
+                self._pending["lost"][name]["result_dropped"] += lost
                 self._dropped_by_seen[name] = total
         for name, counts in self.runner.evicted_by().items():
             for reason, total in counts.items():
@@ -538,6 +560,7 @@ class ShadowStage:
                         row = {"candidate": name, "measure": metric, "value": float(value)}
                         pending["by_language"].append({**row, "label": language})
                         pending["by_topic"].append({**row, "label": topic})
+        self._publish()
         return len(results)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
@@ -571,11 +594,21 @@ class ShadowStage:
         self.runner.close(timeout=0.0)  # no wait beyond timeout_s: what runs on is given up
         self.collect()
         lost = 0
-        for aggregate in self._candidates.values():
-            n = aggregate.in_flight()
-            aggregate.lose("interrupted", n)
+        for name, aggregate in self._candidates.items():
+            n = aggregate.lose("interrupted", aggregate.in_flight())
+            self._pending["lost"][name]["interrupted"] += n
             lost += n
+        self._publish()
         return lost
+
+    def not_compared(self) -> dict[str, NotCompared]:
+        """Per candidate, the events offered whose comparison did not complete, by cause
+        (:func:`service.shadow.not_compared.count`), over the state's whole history (the
+        aggregates are checkpointed), as of the end of the last batch folded in (or
+        :meth:`finish`, :meth:`restore`). Safe without the pipeline lock: it reads one
+        snapshot the pipeline swaps in whole (:meth:`_publish`), so every row adds up
+        (``offered = compared + not_compared``). The rows are shared: do not modify them."""
+        return dict(self._not_compared)
 
     def cut_off_notices(self) -> list[str]:
         """One line per candidate whose circuit breaker has opened: when it was first cut
@@ -623,7 +656,8 @@ class ShadowStage:
 
         Returns:
             ``{"offers": {cand: {outcome: n}}, "displaced": {cand: {reason: n}} (queued
-            events a later one displaced from a full queue), "completed": {cand: n},
+            events a later one displaced from a full queue), "lost": {cand: {reason: n}}
+            (queued events moved to a :data:`LOST_REASONS` reason), "completed": {cand: n},
             "errors": {cand: {reason: n}}, "latency_seconds": {cand: [s, ...]},
             "agreement": {cand: {metric: [value, ...]}}, "by_language": [{"candidate",
             "label", "measure", "value"}, ...], "by_topic": [...], "results_dropped": n,
@@ -639,6 +673,7 @@ class ShadowStage:
         self._dropped_seen = dropped
         pending["offers"] = {name: dict(c) for name, c in pending["offers"].items()}
         pending["displaced"] = {name: dict(c) for name, c in pending["displaced"].items()}
+        pending["lost"] = {name: dict(c) for name, c in pending["lost"].items()}
         pending["errors"] = {name: dict(c) for name, c in pending["errors"].items()}
         pending["runner"] = self.runner.stats()
         return pending
@@ -673,4 +708,8 @@ class ShadowStage:
             return
         for name, saved in state.get("candidates", {}).items():
             if name in self._candidates:
-                self._candidates[name].load(saved)
+                # in flight at the checkpoint: lost in the crash (or stop); counted once
+                # here for goldwatch_shadow_not_compared_total (cause interrupted)
+                lost = self._candidates[name].load(saved)
+                self._pending["lost"][name]["interrupted"] += lost
+        self._publish()

@@ -7,6 +7,7 @@ run (:func:`service.shadow.gold_runs.run_gold_set`).
 
 from __future__ import annotations
 
+from collections import Counter as Counter_
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,11 @@ SHADOW_ERRORS: tuple[str, ...] = ("timeout", "http_error", "bad_response", "exce
 #: Why a queued event was taken out of a candidate's queue (it never runs): displaced from a
 #: full queue (``cpu_budget``, ``queue_full``) or dropped when its breaker opened.
 SHADOW_DISPLACED: tuple[str, ...] = ("cpu_budget", "queue_full", "breaker_open")
+#: Causes of ``goldwatch_shadow_not_compared_total`` (service.shadow.not_compared.CAUSES
+#: without ``in_flight``, which is not settled yet; kept equal by a test).
+SHADOW_NOT_COMPARED: tuple[str, ...] = (
+    *SHADOW_OUTCOMES[1:], "interrupted", "result_dropped", *SHADOW_ERRORS,
+)  # fmt: skip
 BREAKER_STATES: tuple[str, ...] = ("closed", "open", "half_open")
 #: Agreement buckets. Kendall's tau reaches -1, but a negative bucket would make
 #: client_python drop ``_sum`` (OpenMetrics), and the mean needs it: tau <= 0 all land in
@@ -69,6 +75,7 @@ class ShadowMetrics:
     goldwatch_shadow_offers_total                     counter   retriever, outcome
     goldwatch_shadow_displaced_total                  counter   retriever, reason
     goldwatch_shadow_errors_total                     counter   retriever, reason
+    goldwatch_shadow_not_compared_total               counter   retriever, cause
     goldwatch_shadow_request_duration_seconds         histogram retriever (every call)
     goldwatch_shadow_agreement                        histogram retriever, measure
     goldwatch_shadow_agreement_by_language            summary   retriever, language, measure
@@ -100,6 +107,7 @@ class ShadowMetrics:
     offers: Counter
     displaced: Counter
     errors: Counter
+    not_compared: Counter
     request_duration: Histogram
     agreement: Histogram
     agreement_by_language: Summary
@@ -150,6 +158,7 @@ class ShadowMetrics:
                 self.errors.labels(
                     retriever=self.retriever(name), reason=bounded_label(reason, SHADOW_ERRORS)
                 ).inc(n)
+        self._observe_not_compared(pending)
         for name, values in pending.get("latency_seconds", {}).items():
             histogram = self.request_duration.labels(retriever=self.retriever(name))
             for value in values:
@@ -190,6 +199,23 @@ class ShadowMetrics:
             if opened > seen:
                 self.breaker_opened.labels(retriever=retriever).inc(opened - seen)
             self._opened_seen[name] = opened
+
+    def _observe_not_compared(self, pending: Mapping[str, Any]) -> None:
+        """``goldwatch_shadow_not_compared_total``: every event whose comparison will not
+        complete, once, by cause — skipped at the offer, displaced from the queue, lost
+        (result dropped, interrupted: at a clean stop, or after a crash when the restarted
+        process restores its state) or failed (service.shadow.not_compared)."""
+        causes: Counter_[tuple[str, str]] = Counter_()
+        for name, outcomes in pending.get("offers", {}).items():
+            causes.update({(name, o): n for o, n in outcomes.items() if o != "queued"})
+        for key in ("displaced", "lost", "errors"):
+            for name, reasons in pending.get(key, {}).items():
+                causes.update({(name, r): n for r, n in reasons.items()})
+        for (name, cause), n in causes.items():
+            if n:
+                self.not_compared.labels(
+                    retriever=self.retriever(name), cause=bounded_label(cause, SHADOW_NOT_COMPARED)
+                ).inc(n)
 
     def observe_gold_run(self, run: Mapping[str, Any]) -> None:
         """Mirror one gold-set run (:func:`service.shadow.gold_runs.run_gold_set` JSON) into
@@ -282,6 +308,16 @@ def build_shadow_metrics(
                           "displaced - completed - errors.", ["retriever", "reason"]),
         errors=counter("shadow_errors", "Failed shadow calls, by reason.",
                        ["retriever", "reason"]),
+        not_compared=counter("shadow_not_compared", "Live events offered to a shadow "
+                             "candidate whose comparison will not complete, by cause: "
+                             "skipped at the offer, displaced from its queue, result lost "
+                             "(result_dropped, interrupted) or call failed; such an event "
+                             "can get no shadow_disagreement harvest reason from that "
+                             "candidate. Load causes (cpu_budget, queue_full, rate_limited, "
+                             "result_dropped) depend on ingest speed; interrupted: lost at a "
+                             "stop or crash (a crash's are counted by the restarted process, "
+                             "once, when it restores its state). Events still in flight are "
+                             "not counted until settled.", ["retriever", "cause"]),
         request_duration=Histogram(
             _name("shadow_request_duration_seconds"),
             "Duration of shadow calls (retries included; failed calls too).", ["retriever"],
@@ -373,5 +409,7 @@ def build_shadow_metrics(
         metrics.breaker_opened.labels(retriever=name)
         for reason in SHADOW_ERRORS:
             metrics.errors.labels(retriever=name, reason=reason)
+        for cause in SHADOW_NOT_COMPARED:
+            metrics.not_compared.labels(retriever=name, cause=cause)
         metrics.request_duration.labels(retriever=name)
     return metrics

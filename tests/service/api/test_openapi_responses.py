@@ -74,7 +74,16 @@ def test_report_fields_are_documented() -> None:
         "known_over_refusal",
         "text_recall",
     } == set(schemas["RefusalCounts"]["properties"])
-    assert {"total", "offset", "limit", "items"} == set(schemas["CandidatePage"]["properties"])
+    assert {
+        "total",
+        "offset",
+        "limit",
+        "items",
+        "shed",
+        "max_new_per_batch",
+        "live",
+        "shadow_not_compared",
+    } == set(schemas["CandidatePage"]["properties"])
     item = schemas["CandidateItem"]["properties"]
     assert {"id", "question", "status", "decision", "reasons", "reason_counts", "pool"} <= set(item)
     assert "normalised" not in item and "events" not in item  # kept from labellers' view

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import html
 import random
 import string
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from service.api import status_page
+from service.api import harvest_routes, status_page
 from service.harvest import HarvestStage, MemoryCandidates
 from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.labelling import Labelling
@@ -24,6 +25,7 @@ from service.html.drift_section import drift_section
 from service.html.status import SectionCache, moved_section
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text
 from service.runtime.process import EngineBusy
+from service.shadow.not_compared import count
 from service.telemetry import build_harvest_metrics
 from tests.service.harvest.helpers import batch, event
 from tests.service.html import samples
@@ -267,7 +269,7 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
     page = _get(runtime, app=app).text
     moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
     assert (
-        "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since start "
+        "21 suggested (23 in all: 0 accepted, 2 rejected); shed 7 since this process started "
         "(harvest.max_new_per_batch 23; the count depends on how fast events arrived)"
     ) in moved
     listed = page[page.index('<section id="gold-candidates">') :]
@@ -280,6 +282,49 @@ def test_suggestions_show_the_totals_by_status_and_the_shed_count(tmp_path: Path
             "last one ran); a replay of the same file sheds none unless "
             "harvest.max_new_per_batch is set in its configuration.") in listed  # fmt: skip
     assert "1 more suggestions not shown." in listed  # 21 undecided, 20 listed
+
+
+def test_the_suggestions_panel_and_json_say_the_comparisons_not_made(tmp_path: Path) -> None:
+    """Trial 45, L3: serve at 400 events/s kept 315 suggestions with shadow_disagreement
+    against a replay's 983, and the page said only "shed 0". Next to shed, the page and
+    GET /v1/gold-candidates now say how many events had no completed shadow comparison."""
+    registry = CollectorRegistry()
+    build_harvest_metrics(registry, REASONS)
+    repo = MemoryCandidates()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[repo])
+    counts = {"tfidf": count({"queued": 1527, "scrubbed": 256, "cpu_budget": 3304,
+                               "queue_full": 169}, {}, 1527)}  # fmt: skip
+    shadow = SimpleNamespace(not_compared=lambda: counts)
+    runtime = StubRuntime(samples.replay_report()["analytics"])
+    runtime.registry = registry  # type: ignore[attr-defined]
+    runtime.live = SimpleNamespace(harvest=stage, shadow=shadow)  # type: ignore[attr-defined]
+    app = _app(runtime)
+    app.include_router(harvest_routes.router)
+    app.state.harvest = Labelling(repo, tmp_path / "gold.jsonl", HarvestConfig())
+    page = _get(runtime, app=app).text
+    # 5,256 offered - 1,527 compared = 3,729 = 256 + 3,304 + 169; load: 3,304 + 169 = 3,473
+    said = (
+        "shadow_not_compared: tfidf 3729 of 5256 offered events (scrubbed 256, cpu_budget "
+        "3304, queue_full 169) had no completed comparison by that candidate (over the "
+        "state's whole history, restarts included), so they could get no "
+        "shadow_disagreement reason from it; 3473 for load (cpu_budget, queue_full)"
+    )
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
+    moved = html.unescape(moved)  # the page escapes the apostrophe of "state's"
+    assert "shed 0 since this process started" in moved and said in moved
+    listed = html.unescape(page[page.index('<section id="gold-candidates">') :])
+    assert "Shed: 0" in listed and said[0].upper() + said[1:] in listed
+
+    async def get() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get("/v1/gold-candidates")
+
+    body = asyncio.run(get()).json()
+    assert body["shed"] == 0
+    assert body["shadow_not_compared"] == {"tfidf": {
+        "offered": 5256, "compared": 1527, "not_compared": 3729,
+        "by_cause": {"scrubbed": 256, "cpu_budget": 3304, "queue_full": 169}}}  # fmt: skip
 
 
 def test_the_shadow_line_says_which_events_it_compared() -> None:
