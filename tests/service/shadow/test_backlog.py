@@ -134,7 +134,9 @@ def test_displaced_offers_are_counted_on_metrics_so_the_counters_add_up() -> Non
         # what is left queued or running (the worker may or may not have taken the first
         # event yet): nothing has completed, so queued - displaced is exactly that
         held = report["in_flight"]  # queued and not finished: waiting or running
-        assert runner.stats()["c"]["queue_depth"] == 5  # the full queue, displaced ones not
+        # the full queue, displaced ones not — less the one a worker that started late took
+        # after the queue filled (seen under load: 4)
+        assert runner.stats()["c"]["queue_depth"] in (4, 5)
         assert displaced > 0 and queued - displaced == held and held in (5, 6)
         assert report["queued"] == queued - displaced  # /v1/shadow's, the same events
         assert report["skipped"]["queue_full"] == full + displaced
