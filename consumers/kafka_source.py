@@ -1134,7 +1134,13 @@ class KafkaSource:
         return None
 
     def status(self) -> dict[str, Any]:
-        """JSON-able status: assignment, commit/rebalance counters, lag. Thread-safe."""
+        """JSON-able status: assignment, commit/rebalance counters, lag. Thread-safe.
+
+        ``committed_offsets`` (``{"topic[partition]": offset}``) is the group's committed
+        offset of each held partition where one is known — this replica's last successful
+        commit, else the group's offset fetched at assignment — the same value as each
+        ``lag`` entry's ``committed_offset``.
+        """
         assigned = sorted(self._listener.assigned())
         alignment = None
         if self._aligner is not None:  # its status, and the kept partitions read again
@@ -1160,8 +1166,10 @@ class KafkaSource:
             "topic_recreations": self.topic_recreations,
             "resubscribes": self.resubscribes,
             "alignment": alignment,
+            # the group's committed offsets, as the lag list has them (not only this run's
+            # commits: a restarted replica's said {} beside a lag list committed to the end)
             "committed_offsets": {
-                f"{t}[{p}]": off for (t, p), off in sorted(self._checkpoint.committed().items())
+                f"{t}[{p}]": off for (t, p), off in self._lag.committed().items()
             },
             "uncommitted_offsets": self._checkpoint.uncommitted(assigned),
             "lag": self.lag(),

@@ -202,6 +202,15 @@ class LagSampler:
         with self._lock:
             self._committed.update(offsets)
 
+    def committed(self) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): committed_offset}`` of the partitions held now, where one is
+        known: this member's last successful commit, else the group's offset fetched at the
+        first sample after assignment (a restarted replica's are the previous run's) — the
+        ``committed_offset`` of :meth:`snapshot` (trial 46, F11: ``/v1/status`` said ``{}``
+        beside a lag list committed to the end). Thread-safe."""
+        with self._lock:
+            return {k: v for k, v in sorted(self._committed.items()) if v is not None}
+
     def drop(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Forget revoked partitions; their committed offset is fetched again if reassigned."""
         with self._lock:

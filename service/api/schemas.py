@@ -121,7 +121,10 @@ class Status(BaseModel):
     #: committed one by what was fetched but not yet committed) and ``lag`` = ``end_offset -
     #: committed_offset`` (``position`` stands in only while nothing is committed): the value
     #: of ``goldwatch_consumer_lag``, which copies it every ``pipeline.status_interval_s``, so
-    #: the gauge can trail this field by that long.
+    #: the gauge can trail this field by that long. Its ``committed_offsets``
+    #: (``{"topic[partition]": offset}``) are the same values, for the partitions held now
+    #: where one is known (before trial 46, F11: only this run's own commits, so ``{}`` after
+    #: a restart beside a lag list committed to the end).
     source: dict[str, Any] | None
     input_finished: bool
     totals: Totals

@@ -326,9 +326,19 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 #: to Hindi questions, which are mostly English (trial 23: a German help desk read "precision
 #: 0.99" while its German refusals were missed). Every other language's patterns have no
 #: measured precision or recall on replies, and the sentence says so.
+#: The patterns' NoMIRACL figures and what they were measured against (trial 46, F10: a user
+#: who counted every reply containing "don't know" as a refusal read "recall 1.00" and found
+#: 348 of 374; the 26 missed all also say "Yes, answer is present", which NoMIRACL's own
+#: reading calls an answer or leaves out). Counts: ``tests/service/test_refusals.py``.
+_NOMIRACL_FIGURES = (
+    "precision 0.99, recall 1.00 on NoMIRACL's LLM replies to English and Hindi questions "
+    "(the replies mostly English), against NoMIRACL's own reading of each reply: \"I don't "
+    'know" is a refusal, and a reply that also says "Yes, answer is present" is an answer '
+    "or, with the other replies it reads as neither (1,809 of 11,000), left out"
+)
+
 _PATTERNS_CAVEAT = (
-    "phrase patterns not measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's "
-    "LLM replies to English and Hindi questions (the replies mostly English); not measured "
+    f"phrase patterns not measured on this traffic; {_NOMIRACL_FIGURES}; not measured "
     "on replies in any other language; a reply with no answer in it (empty, "
     '"Unable to generate response.", an error message such as "Internal server error") '
     "counts as a refusal; set answer.refused for exact counts"
@@ -338,8 +348,7 @@ _PATTERNS_CAVEAT = (
 #: The phrase patterns' figures on NoMIRACL and the rules every reading of them shares: said
 #: after this traffic's own measurement when there is one (:func:`patterns_caveat`).
 _PATTERNS_ELSEWHERE = (
-    "precision 0.99, recall 1.00 on NoMIRACL's LLM replies to English and Hindi questions "
-    "(the replies mostly English); a reply with no answer in it (empty, "
+    f"{_NOMIRACL_FIGURES}; a reply with no answer in it (empty, "
     '"Unable to generate response.", an error message such as "Internal server error") '
     "counts as a refusal; set answer.refused for exact counts"
 )

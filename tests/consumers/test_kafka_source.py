@@ -449,6 +449,36 @@ def test_lag_is_end_minus_committed(
     assert source.status()["lag"] == source.lag()
 
 
+def test_a_restarted_member_reports_the_group_committed_offsets_it_inherits(
+    kafka_broker: TansuBroker,
+    make_topic: Callable[[int], str],
+    source_config: MakeConfig,
+    open_source: OpenSource,
+    consumer_group: str,
+) -> None:
+    """Trial 46 (F11): after a restart, ``committed_offsets`` said ``{}`` (only this run's
+    commits) while every ``lag`` row showed the group's committed offset. Both now give the
+    group's offset of each held partition: here 10, 20, 30 and 40, committed by the first run."""
+    topic = make_topic(N_PARTITIONS)
+    kafka_broker.produce(topic, values())
+    first = open_source(source_config())
+    got = drain(first, N_MESSAGES, commit=False)
+    done = {p: 10 * (p + 1) for p in range(N_PARTITIONS)}
+    first.commit([m for p in range(N_PARTITIONS)
+                  for m in [m for m in got if m.origin.partition == p][: done[p]]],
+                 force=True)  # fmt: skip
+    first.mark_failed()  # close commits nothing more
+    first.close()
+    assert kafka_broker.committed(topic, consumer_group) == done
+
+    second = open_source(source_config(probe_timeout_ms=2000))
+    wait_assigned(second)
+    assert second.refresh_lag()
+    status = second.status()
+    assert status["committed_offsets"] == {f"{topic}[{p}]": done[p] for p in done}
+    assert {row["partition"]: row["committed_offset"] for row in status["lag"]} == done
+
+
 def test_broker_pause_turns_not_ready_and_resume_loses_nothing(
     kafka_broker: TansuBroker,
     make_topic: Callable[[int], str],

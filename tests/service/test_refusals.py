@@ -594,3 +594,49 @@ def test_the_method_sentence_names_the_reader_of_the_texts(model: RefusalModel) 
     assert "in de only" in either and "NoMIRACL's LLM replies to English and Hindi" in either
     # the flag alone decided: no reader named, whichever it is
     assert refusal_rate_method(5, 0, reader="model") == refusal_rate_method(5, 0)
+
+
+#: Trial 46's NoMIRACL "don't know" replies the patterns read as answers (F10): both say
+#: "I don't know" for some contexts and "Yes, answer is present" for another.
+MIXED_LISTINGS = (
+    "Yes, answer is present in context [1].\nI don't know in context [2].\n"
+    "I don't know in context [3].\nYes, answer is present in context [4].\nI don't know",
+    "Yes, answer is present in context [1].\nI don't know for contexts [2], [3], [4], [5], "
+    "[6], [7], [8], [9], and [10].",
+)
+
+
+def test_the_nomiracl_figures_say_what_they_were_measured_against() -> None:
+    """Trial 46 (F10): "recall 1.00 on NoMIRACL's LLM replies" read as recall on every reply
+    saying "don't know"; a user who labelled that way found 348 of 374. The figure is
+    against NoMIRACL's own reading of each reply (the module docstring), which calls a reply
+    that also says "Yes, answer is present" an answer or leaves it out; the sentence says so.
+    By NoMIRACL's label (re-implemented here) the first listing is an answer (two "yes"),
+    the second invalid (one), and the patterns read both as answers."""
+    assert [nomiracl_label(t) for t in MIXED_LISTINGS] == [False, None]
+    assert RefusalDetector().is_refusal_many(list(MIXED_LISTINGS)) == [False, False]
+    for method in (refusal_rate_method(0, 5, refused_by=(0, 2)),
+                   refusal_rate_method(3, 2, refused_by=(1, 1), reader="model or patterns",
+                                       measured=["en"])):  # fmt: skip
+        assert ("recall 1.00 on NoMIRACL's LLM replies to English and Hindi questions (the "
+                "replies mostly English), against NoMIRACL's own reading of each reply: \"I "
+                "don't know\" is a refusal, and a reply that also says \"Yes, answer is "
+                "present\" is an answer or, with the other replies it reads as neither "
+                "(1,809 of 11,000), left out") in method  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_left_out_count_in_the_method_sentence(shared_data: Path) -> None:
+    """The "(1,809 of 11,000)" the sentence quotes: every reply of NoMIRACL's English and
+    Hindi vanilla-prompt files, both subsets, and those with no label (invalid, empty or
+    null) counted from the files by :func:`nomiracl_label`."""
+    total = left_out = 0
+    for lang in ("en", "hi"):
+        for subset in ("non_relevant", "relevant"):
+            path = shared_data / "nomiracl-baselines" / subset / f"{lang}.test.vanilla_prompt.jsonl"
+            for line in path.read_text(encoding="utf-8").splitlines():
+                for reply in json.loads(line)["results"].values():
+                    total += 1
+                    left_out += not (reply and reply.strip()) or nomiracl_label(reply) is None
+    said = f"({left_out:,} of {total:,}), left out"
+    assert said in refusal_rate_method(0, 5, refused_by=(0, 2)), said

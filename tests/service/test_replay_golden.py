@@ -835,6 +835,11 @@ demo's ``analytics.detector_quality.out_of_scope.to_calibrate`` and
 its detector is uncalibrated by its balanced accuracy, 9 of its 12 unanswerable rows judged
 in scope); the production-shaped and 20k reports' ``analytics.drift.alarms[0]`` and ``[1]``
 ``reads`` (their two gold-set alarms: a standing gap to the gold set, not a dated change).
+All three rewritten in the forty-sixth session (s46-small; trial 46 F10) for one changed
+sentence, nothing else (leaf-by-leaf diff against main's files: one differing leaf each):
+``analytics.refusals.method`` adds, after "(the replies mostly English)", what the NoMIRACL
+figures were measured against (", against NoMIRACL's own reading of each reply: ... (1,809
+of 11,000), left out"); with that clause taken out each sentence equals main's.
 """
 
 from __future__ import annotations

@@ -477,7 +477,10 @@ def test_the_refusal_line_counts_flag_and_pattern_decisions_and_stays_without_an
         "(1 refused) (phrase patterns measured against answer.refused on this traffic "
         "(against_flag): too few flagged refusals to measure recall in en; not measured in "
         "any other language; precision 0.99, recall 1.00 on NoMIRACL's "
-        "LLM replies to English and Hindi questions (the replies mostly English); a reply "
+        "LLM replies to English and Hindi questions (the replies mostly English), against "
+        "NoMIRACL's own reading of each reply: \"I don't know\" is a refusal, and a reply "
+        'that also says "Yes, answer is present" is an answer or, with the other replies '
+        "it reads as neither (1,809 of 11,000), left out; a reply "
         'with no answer in it (empty, "Unable to generate response.", an '
         'error message such as "Internal server error") counts as a refusal; set '
         "answer.refused for exact counts))"

@@ -262,7 +262,11 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         # neither answer sets answer.refused: the patterns decided both
         method = ("phrase patterns decided all 2 answers (1 refused) (phrase patterns not "
                   "measured on this traffic; precision 0.99, recall 1.00 on NoMIRACL's LLM "
-                  "replies to English and Hindi questions (the replies mostly English); not "
+                  "replies to English and Hindi questions (the replies mostly English), "
+                  "against NoMIRACL's own reading of each reply: \"I don't know\" is a "
+                  "refusal, and a reply that also says \"Yes, answer is present\" is an answer "
+                  "or, with the other replies it reads as neither (1,809 of 11,000), left "
+                  "out; not "
                   "measured on replies in any other language; a reply with no answer in it "
                   '(empty, "Unable to generate response.", '
                   'an error message such as "Internal server error") counts as a refusal; set '
