@@ -80,6 +80,7 @@ recovery.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -102,6 +103,7 @@ __all__ = [
     "known_line",
     "over_time",
     "regroup",
+    "question_key",
     "question_means",
     "welch_t_test",
     "width_text",
@@ -132,6 +134,18 @@ COVER = 0.8
 _MEASURES = {"hit_rate": "hit rates", "rbo": "mean RBOs"}
 #: z of a two-sided 95 % interval.
 Z95 = 1.959963984540054
+
+
+def question_key(question: str) -> str:
+    """A stable key of a question for counting it once per point: the first 12 hex digits of
+    the SHA-1 of its casefolded words joined by single spaces (so a retry that differs only in
+    case or spacing is the same question).
+
+    >>> question_key("Fee  deadline?") == question_key("fee deadline?")
+    True
+    """
+    words = " ".join(question.casefold().split())
+    return hashlib.sha1(words.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
 def regroup(

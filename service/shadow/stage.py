@@ -72,6 +72,7 @@ from typing_extensions import TypedDict
 
 from service.pipeline import Batch
 from service.shadow.runner import SKIP_REASONS, LaneStats, ShadowResult, ShadowRunner
+from service.shadow.trend import AgreementTrend
 
 __all__ = [
     "BREAKDOWN_METRICS",
@@ -202,6 +203,9 @@ class ShadowStageReport(TypedDict):
     rbo_p: float
     results_dropped: int
     candidates: dict[str, CandidateReport]
+    #: the live service's: each candidate's sustained verdict on its RBO over event time
+    #: (:meth:`service.shadow.trend.AgreementTrend.verdicts`; ``None``: no run tested yet)
+    sustained: NotRequired[dict[str, dict[str, Any] | None]]
     #: the status page's: the service's gold-set runs (``Runtime.gold_run_status``), for
     #: the latest run's paired comparisons beside the live agreement
     gold: NotRequired[Mapping[str, object]]
@@ -438,6 +442,10 @@ class ShadowStage:
 
         synchronous: replay mode (module docstring): each batch waits for its shadow calls
             and folds their results in event order; the report has no latencies.
+        trend: the live service's agreement over event time and its sustained verdict
+            (:class:`~service.shadow.trend.AgreementTrend`; a replay's series keeps its
+            own): fed every finished result, checkpointed with the stage, its verdicts in
+            the report (``sustained``) and the pending observations.
 
     The configuration's ``max_disagreements`` and ``max_label_values`` bound the report.
     """
@@ -450,10 +458,12 @@ class ShadowStage:
         runner: ShadowRunner,
         listeners: Sequence[Callable[[ShadowResult], None]] = (),
         synchronous: bool = False,
+        trend: AgreementTrend | None = None,
     ) -> None:
         self.runner = runner
         self.listeners = list(listeners)
         self.synchronous = synchronous
+        self.trend = trend
         config = runner.config
         self._candidates = {
             name: _Candidate(config.max_label_values, config.max_disagreements)
@@ -522,6 +532,9 @@ class ShadowStage:
             values = self._candidates[name].add(result)
             for listener in self.listeners:
                 listener(result)
+            if self.trend is not None and result.error is None and result.agreement:
+                self.trend.add(result.timestamp.timestamp(), name, result.agreement.rbo,
+                               result.agreement.overlap, result.question)  # fmt: skip
             pending["latency_seconds"][name].append(result.latency_s)
             if result.error is not None:
                 pending["errors"][name][result.error] += 1
@@ -546,6 +559,8 @@ class ShadowStage:
         path never calls this."""
         idle = self.runner.wait_idle(timeout_s)
         self.collect()
+        if self.trend is not None:  # the input ended: the latest bucket is judged too
+            self.trend.close_input()
         return idle
 
     def settle(self, timeout_s: float, stop: threading.Event | None = None) -> int:
@@ -641,6 +656,8 @@ class ShadowStage:
         pending["displaced"] = {name: dict(c) for name, c in pending["displaced"].items()}
         pending["errors"] = {name: dict(c) for name, c in pending["errors"].items()}
         pending["runner"] = self.runner.stats()
+        if self.trend is not None:
+            pending["sustained"] = self.trend.verdicts()
         return pending
 
     def report(self) -> ShadowStageReport:
@@ -654,18 +671,24 @@ class ShadowStage:
             else:
                 report["runner"] = stats[name]  # a lane per candidate (runner.candidates)
             candidates[name] = report
-        return {
+        whole: ShadowStageReport = {
             "rbo_p": self.runner.config.rbo_p,
             "results_dropped": self.runner.results_dropped,
             "candidates": candidates,
         }
+        if self.trend is not None:
+            whole["sustained"] = self.trend.verdicts()
+        return whole
 
     def state_snapshot(self) -> Any:
         """Return the aggregates of every candidate (JSON-able)."""
-        return {
+        state: dict[str, Any] = {
             "version": _VERSION,
             "candidates": {name: agg.state() for name, agg in self._candidates.items()},
         }
+        if self.trend is not None:
+            state["trend"] = self.trend.state()
+        return state
 
     def restore(self, state: Any) -> None:
         """Load aggregates saved by :meth:`state_snapshot`; other versions are ignored."""
@@ -674,3 +697,5 @@ class ShadowStage:
         for name, saved in state.get("candidates", {}).items():
             if name in self._candidates:
                 self._candidates[name].load(saved)
+        if self.trend is not None:
+            self.trend.load(state.get("trend"))

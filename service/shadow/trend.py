@@ -1,0 +1,310 @@
+"""The live service's shadow agreement over event time, and the replay's "sustained" verdict
+on it (trial 45 H2, trial 43 H1: a candidate's RBO with production fell for good, and only
+the offline replay's text said so).
+
+:class:`AgreementTrend` keeps what :class:`service.jobs.series.TimeSeries` keeps of the
+shadow results in a replay, and only that: per event-time bucket (an hour to start with,
+doubled with neighbours merged past ``max_buckets``, as the replay's series) and candidate,
+the sums of RBO and overlap@k (:data:`service.quality.over_time.AGREEMENT_FIELDS`) and, per
+question (:func:`service.quality.over_time.question_key`), its results and RBO sum. Its
+:meth:`AgreementTrend.series` has the shape of the replay series' report, so
+:func:`service.quality.over_time.over_time` gives serve the replay's verdict on the same
+results: the run of consecutive points most clearly below the points before it, by the
+paired t-test on per-question mean RBOs, beyond noise when ``p < level / runs tested``
+(Bonferroni over the runs scanned; ``level`` 0.05; the module docstring of
+:mod:`service.quality.over_time` gives its measured false-alarm rate). The verdict is worked
+out again each time a result opens a new bucket (an hour of event time: a live stream's
+hour) and when the input ends, never on a read, so the same results in the same buckets
+give the same verdict.
+
+Bounded state: at most ``max_buckets`` buckets, and at most ``max_questions`` question cells
+per candidate. Past that, the questions are *sampled by key* (a question is kept when its
+key's first 8 hex digits, as a number, are below a threshold, halved each time the cells
+would exceed the bound): a question is kept or dropped at every point together, so the
+pairs of the test stay pairs, and the test runs on a random subset of questions (less
+power, the same false-alarm level). ``sampled`` in the verdict says the share kept.
+
+A live verdict is re-tested every hour, so over the life of a service it is looked at many
+times; each look holds the replay's level, the looks together are not bounded by it
+(consecutive looks share all but an hour of their data).
+
+>>> from datetime import UTC, datetime
+>>> trend = AgreementTrend(bucket_s=3600.0)
+>>> t0 = datetime(2026, 11, 24, 0, tzinfo=UTC).timestamp()
+>>> trend.add(t0, "tfidf", 0.5, 0.4, "card lost?")
+True
+>>> trend.add(t0 + 60, "tfidf", 0.7, None, "Card  lost?")  # the same question, same hour
+False
+>>> bucket = trend.series()["buckets"][0]
+>>> bucket["agreement"]["tfidf"]["n"], list(bucket["agreement_questions"]["tfidf"].values())
+(2, [[2, 1.2]])
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from service.quality.over_time import AGREEMENT_FIELDS, LEVEL, MIN_N, over_time, question_key
+
+__all__ = ["AgreementTrend", "sustained_line"]
+
+_VERSION = 1
+_LOG = logging.getLogger("goldwatch")
+#: Key space of the question sample (the first 8 hex digits of a :func:`question_key`).
+_KEY_SPACE = 16**8
+
+
+class AgreementTrend:
+    """Shadow agreement per event-time bucket and candidate, and its sustained verdict (see
+    the module docstring). Not thread-safe: the shadow stage calls it on the pipeline's
+    thread.
+
+    Args:
+        bucket_s: starting bucket width in seconds (> 0; the replay's series: 3600).
+        max_buckets: most buckets kept (>= 2; past it the width doubles).
+        max_questions: most question cells kept per candidate (>= 1; past it, questions are
+            sampled by key).
+        min_n: fewest results a point is drawn on and distinct questions a point (or pairs a
+            run) is tested on (>= 2; the replay's ``analytics.quality_min_class``).
+        level: the verdict's family-wise false-alarm rate per look, in (0, 1).
+
+    Raises:
+        ValueError: a bound out of range.
+    """
+
+    def __init__(self, bucket_s: float = 3600.0, max_buckets: int = 500,
+                 max_questions: int = 100_000, min_n: int = MIN_N,
+                 level: float = LEVEL) -> None:  # fmt: skip
+        if (bucket_s <= 0 or max_buckets < 2 or max_questions < 1 or min_n < 2
+                or not 0.0 < level < 1.0):  # fmt: skip
+            raise ValueError("need bucket_s > 0, max_buckets >= 2, max_questions >= 1, "
+                             "min_n >= 2 and 0 < level < 1")  # fmt: skip
+        self._start_bucket_s = self.bucket_s = float(bucket_s)
+        self.max_buckets, self.max_questions = max_buckets, max_questions
+        self.min_n, self.level = min_n, level
+        #: bucket key → candidate → [sums (AGREEMENT_FIELDS), {question key: [n, RBO sum]}]
+        self._buckets: dict[int, dict[str, list[Any]]] = {}
+        self._cells: dict[str, int] = {}  # candidate → question cells held
+        self._threshold: dict[str, int] = {}  # candidate → keys below it are kept
+        self._latest: int | None = None  # the latest bucket key a result fell in
+        self._dirty = False
+        self._verdicts: dict[str, dict[str, Any] | None] = {}
+
+    def add(self, timestamp: float, candidate: str, rbo: float | None,
+            overlap: float | None, question: str) -> bool:  # fmt: skip
+        """Count one finished shadow result at its event's ``timestamp`` (Unix seconds;
+        non-finite, or neither measure defined: ignored), as
+        :meth:`service.jobs.series.TimeSeries.add_agreement`. Returns True when it opened a
+        bucket later than every bucket before (the verdict was then worked out again, on
+        the buckets before it)."""
+        if not math.isfinite(timestamp) or (rbo is None and overlap is None):
+            return False
+        key = math.floor(timestamp / self.bucket_s)
+        opened = self._latest is None or key > self._latest
+        if opened and self._dirty:
+            self.refresh()  # the buckets before this result's: a closed hour's verdict
+        bucket = self._bucket(timestamp)
+        cell = bucket.setdefault(candidate, [[0.0] * len(AGREEMENT_FIELDS), {}])
+        sums, questions = cell
+        if rbo is not None:
+            _add(sums, (1.0, rbo, rbo * rbo, 0.0, 0.0, 0.0))
+            qkey = question_key(question)
+            if self._kept(candidate, qkey):
+                if qkey not in questions:
+                    questions[qkey] = [0.0, 0.0]
+                    self._cells[candidate] = self._cells.get(candidate, 0) + 1
+                questions[qkey][0] += 1.0
+                questions[qkey][1] += rbo
+                while self._cells[candidate] > self.max_questions:
+                    self._halve(candidate)
+        if overlap is not None:
+            _add(sums, (0.0, 0.0, 0.0, 1.0, overlap, overlap * overlap))
+        self._latest = key if self._latest is None else max(self._latest, key)
+        self._dirty = True
+        return opened
+
+    def _kept(self, candidate: str, qkey: str) -> bool:
+        return int(qkey[:8], 16) < self._threshold.get(candidate, _KEY_SPACE)
+
+    def _halve(self, candidate: str) -> None:
+        """Keep half as many questions of ``candidate``: drop its cells above the new
+        threshold, at every point."""
+        self._threshold[candidate] = self._threshold.get(candidate, _KEY_SPACE) // 2
+        held = 0
+        for bucket in self._buckets.values():
+            cell = bucket.get(candidate)
+            if cell is None:
+                continue
+            cell[1] = {q: v for q, v in cell[1].items() if self._kept(candidate, q)}
+            held += len(cell[1])
+        self._cells[candidate] = held
+
+    def _bucket(self, timestamp: float) -> dict[str, list[Any]]:
+        key = math.floor(timestamp / self.bucket_s)
+        while key not in self._buckets and len(self._buckets) >= self.max_buckets:
+            self._coarsen()
+            key = math.floor(timestamp / self.bucket_s)
+        return self._buckets.setdefault(key, {})
+
+    def _coarsen(self) -> None:
+        """Double the bucket width, merging neighbours (as the replay's series)."""
+        self.bucket_s *= 2
+        merged: dict[int, dict[str, list[Any]]] = {}
+        for key, bucket in sorted(self._buckets.items()):
+            target = merged.setdefault(key // 2, {})
+            for name, (sums, questions) in bucket.items():
+                cell = target.setdefault(name, [[0.0] * len(AGREEMENT_FIELDS), {}])
+                _add(cell[0], sums)
+                for q, (n, total) in questions.items():
+                    into = cell[1].setdefault(q, [0.0, 0.0])
+                    into[0] += n
+                    into[1] += total
+        self._buckets = merged
+        if self._latest is not None:
+            self._latest //= 2
+        self._cells = {name: sum(len(b[name][1]) for b in merged.values() if name in b)
+                       for name in self._cells}  # fmt: skip
+
+    def series(self, before: int | None = None) -> dict[str, Any]:
+        """The buckets (those with a key below ``before``, when given) in the shape of
+        :meth:`service.jobs.series.TimeSeries.report` that
+        :func:`service.quality.over_time.over_time` reads: ``{"bucket_s",
+        "quality_partial": False, "buckets": [{"start" (Unix s), "agreement": {candidate:
+        {field: sum}}, "agreement_questions": {candidate: {key: [results, RBO sum]}}}]}``."""
+        return {
+            "bucket_s": self.bucket_s,
+            "quality_partial": False,
+            "buckets": [
+                {"start": key * self.bucket_s,
+                 "agreement": {name: _sums(cell[0]) for name, cell in sorted(bucket.items())},
+                 "agreement_questions": {
+                     name: {q: [int(n), total] for q, (n, total) in sorted(cell[1].items())}
+                     for name, cell in sorted(bucket.items()) if cell[1]}}
+                for key, bucket in sorted(self._buckets.items())
+                if before is None or key < before
+            ],
+        }  # fmt: skip
+
+    def refresh(self) -> None:
+        """Work the verdict out again on the buckets closed so far (every bucket before the
+        latest one a result fell in) and, once the input has ended (:meth:`close_input`),
+        on all of them; a no-op when nothing was added since."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        before = self._verdicts
+        self._verdicts = self._judge(self.series())
+        for name, verdict in self._verdicts.items():  # say when a verdict starts or lifts
+            line, was = sustained_line(verdict), sustained_line(before.get(name))
+            if (line is None) != (was is None):
+                through = _when(verdict["through"]) if verdict and verdict.get("through") else "-"
+                _LOG.warning("shadow candidate %r, data through %s: %s", name, through,
+                             line or "no sustained RBO drop stands any more")  # fmt: skip
+
+    def close_input(self) -> None:
+        """The input ended (a replay's, or a live service's finite input): the verdict on
+        every bucket, the latest included."""
+        self._dirty = True
+        self.refresh()
+
+    def _judge(self, series: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
+        report = over_time(series, min_n=self.min_n, level=self.level)
+        verdicts: dict[str, dict[str, Any] | None] = {}
+        for name, track in sorted(report["agreement"].items()):
+            run = track.get("sustained")
+            if run is None:
+                verdicts[name] = None
+                continue
+            threshold = self._threshold.get(name, _KEY_SPACE)
+            verdicts[name] = {**run, "bucket_s": track["bucket_s"],
+                              "through": (series["buckets"][-1]["start"] + series["bucket_s"]
+                                          if series["buckets"] else None),
+                              "sampled": threshold / _KEY_SPACE}  # fmt: skip
+        return verdicts
+
+    def verdicts(self) -> dict[str, dict[str, Any] | None]:
+        """Each candidate's latest verdict (:meth:`refresh`): ``None`` when no run of points
+        was tested yet, else the replay's ``sustained`` dict (``found``, ``beyond_noise``,
+        ``p_value``, ``tests``, ``threshold``; when ``found``: ``start``, ``end``,
+        ``to_end``, ``points``, ``questions``, ``question_rbo``, ``before_question_rbo``,
+        ``test``) with ``bucket_s`` (the point width, s), ``through`` (the end of the data
+        judged, Unix s) and ``sampled`` (the share of questions kept, 1.0: all)."""
+        return dict(self._verdicts)
+
+    def state(self) -> dict[str, Any]:
+        """JSON-able state (``version`` 1): the buckets, their width, the sample and the
+        verdicts (so a restarted service shows the verdict it had)."""
+        return {
+            "version": _VERSION,
+            "start_bucket_s": self._start_bucket_s,
+            "bucket_s": self.bucket_s,
+            "latest": self._latest,
+            "threshold": dict(sorted(self._threshold.items())),
+            "buckets": [[key, {name: [list(cell[0]), {q: list(v) for q, v in
+                                                       sorted(cell[1].items())}]
+                               for name, cell in sorted(bucket.items())}]
+                        for key, bucket in sorted(self._buckets.items())],
+            "verdicts": self._verdicts,
+        }  # fmt: skip
+
+    def load(self, state: Any) -> None:
+        """Take :meth:`state`'s output (``None``, another version or bucket width: start
+        empty)."""
+        if (not isinstance(state, Mapping) or state.get("version") != _VERSION
+                or state.get("start_bucket_s") != self._start_bucket_s):  # fmt: skip
+            return
+        self.bucket_s = float(state["bucket_s"])
+        self._latest = None if state.get("latest") is None else int(state["latest"])
+        self._threshold = {str(k): int(v) for k, v in (state.get("threshold") or {}).items()}
+        self._buckets = {
+            int(key): {name: [[float(v) for v in sums],
+                              {q: [float(n), float(t)] for q, (n, t) in questions.items()}]
+                       for name, (sums, questions) in bucket.items()}
+            for key, bucket in state.get("buckets", [])
+        }  # fmt: skip
+        self._cells = {}
+        for bucket in self._buckets.values():
+            for name, cell in bucket.items():
+                self._cells[name] = self._cells.get(name, 0) + len(cell[1])
+        self._verdicts = dict(state.get("verdicts") or {})
+        self._dirty = False
+
+
+def _add(target: list[float], values: Any) -> None:
+    for i, value in enumerate(values):
+        target[i] += value
+
+
+def _sums(values: list[float]) -> dict[str, float | int]:
+    return {name: int(v) if name in ("n", "n_overlap") else v
+            for name, v in zip(AGREEMENT_FIELDS, values, strict=True)}  # fmt: skip
+
+
+def _when(unix_s: float) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).strftime("%m-%d %H:%M")
+
+
+def sustained_line(verdict: Mapping[str, Any] | None) -> str | None:
+    """The status page's one line on a candidate's sustained verdict, ``None`` while none
+    stands: ``"RBO lower since 11-24 20:00: 0.602 against 0.638 before, p 1.3e-18 < 0.05/N
+    (paired t-test on per-question mean RBOs, 40 questions)"``.
+
+    >>> sustained_line({"found": True, "beyond_noise": True, "start": 1795550400.0,
+    ...     "question_rbo": 0.6021, "before_question_rbo": 0.6381, "p_value": 1.3e-18,
+    ...     "threshold": 0.05 / 1000, "tests": 1000, "questions": 40, "sampled": 1.0,
+    ...     "test": "paired t-test on per-question mean RBOs"})[:74]
+    'RBO lower since 11-24 20:00: 0.602 against 0.638 before, p 1.3e-18 < 0.05/'
+    """
+    if not verdict or not verdict.get("found") or not verdict.get("beyond_noise"):
+        return None
+    level = verdict["threshold"] * verdict["tests"]
+    sampled = verdict.get("sampled", 1.0)
+    sample = f", {sampled:.0%} of questions sampled" if sampled < 1.0 else ""
+    return (f"RBO lower since {_when(verdict['start'])}: {verdict['question_rbo']:.3f} "
+            f"against {verdict['before_question_rbo']:.3f} before, p "
+            f"{verdict['p_value']:.2g} < {level:g}/{verdict['tests']} ({verdict['test']}, "
+            f"{verdict['questions']} questions{sample})")  # fmt: skip

@@ -1,0 +1,148 @@
+"""The live sustained verdict on shadow agreement (service.shadow.trend; trial 45 H2).
+
+Two hand-worked series of 4 questions asked once an hour for 6 hours (RBO per question):
+hours 0-2 at (0.9, 0.8, 0.7, 0.6), then hours 3-5 at a new level.
+
+* Must raise: (0.6, 0.5, 0.45, 0.3), per-question differences d = (-0.3, -0.3, -0.25, -0.3).
+  With min_n 4 every hour is a tested point and a run needs a prefix of >= 4 questions, so
+  runs start at hours 1..5: 5+4+3+2+1 = 15 runs tested, threshold 0.05/15. Every run that
+  reaches hour 3 has differences proportional to d (the prefix and the run mix the same two
+  levels), so the same t; the largest drop among them is the run from hour 3 to the end
+  against hours 0-2: mean d = -0.2875, s_d = 0.025 (squared deviations 3 x 0.0125^2 +
+  0.0375^2 = 0.001875, / 3), t = -0.2875 / (0.025 / 2) = -23 on 3 degrees of freedom. For 3
+  degrees of freedom the two-sided p is 1 - (2/pi)(theta + sin theta cos theta), theta =
+  atan(|t| / sqrt 3) (Abramowitz & Stegun 26.7.3): about 1.8e-4 < 0.05/15 = 3.3e-3.
+  In it 0.4625 (the mean of the new level), before it 0.75.
+* Must not raise: (0.6, 0.9, 0.6, 0.7): d = (-0.3, +0.1, -0.1, +0.1), mean -0.05, s_d =
+  sqrt(0.11 / 3) = 0.1915, t = -0.522, p ~ 0.64: a drop, within noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from service.shadow.trend import AgreementTrend, sustained_line
+from service.telemetry.shadow import build_shadow_metrics
+
+HOUR = 3600.0
+T0 = 1795478400.0  # 2026-11-24 00:00 UTC
+BEFORE = (0.9, 0.8, 0.7, 0.6)
+DROP = (0.6, 0.5, 0.45, 0.3)
+NOISE = (0.6, 0.9, 0.6, 0.7)
+
+
+def _p_t3(t: float) -> float:
+    """Two-sided p of Student's t on 3 degrees of freedom, in closed form (A&S 26.7.3)."""
+    theta = math.atan(abs(t) / math.sqrt(3.0))
+    return 1.0 - (2.0 / math.pi) * (theta + math.sin(theta) * math.cos(theta))
+
+
+def _feed(trend: AgreementTrend, after: tuple[float, ...], hours: range) -> None:
+    for hour in hours:
+        level = BEFORE if hour < 3 else after
+        for q, rbo in enumerate(level):
+            trend.add(T0 + hour * HOUR + 60.0 * q, "tfidf", rbo, None, f"question {q}")
+
+
+def test_a_sustained_drop_raises_the_verdict_with_the_hand_worked_figures() -> None:
+    trend = AgreementTrend(min_n=4)
+    _feed(trend, DROP, range(6))
+    trend.close_input()
+    verdict = trend.verdicts()["tfidf"]
+    assert verdict is not None and verdict["found"] and verdict["beyond_noise"]
+    assert verdict["start"] == T0 + 3 * HOUR and verdict["to_end"]
+    assert verdict["tests"] == 15
+    assert verdict["questions"] == 4
+    assert verdict["question_rbo"] == pytest.approx(0.4625)
+    assert verdict["before_question_rbo"] == pytest.approx(0.75)
+    assert verdict["p_value"] == pytest.approx(_p_t3(-23.0), rel=1e-6)
+    assert verdict["p_value"] < 0.05 / 15
+    line = sustained_line(verdict)
+    assert line is not None and line.startswith(
+        "RBO lower since 11-24 03:00: 0.463 against 0.750 before, p 0.00018 < 0.05/15"
+    )
+
+
+def test_the_verdict_first_stands_when_the_hour_after_the_drop_opens() -> None:
+    """Worked out when a result opens a new hour, on the hours before it: hours 0-2 show no
+    drop; the first result of hour 4 judges hours 0-3, where the run of hour 3 alone has
+    the same differences d (t -23), beyond noise against 0.05/6 (runs from hours 1-3)."""
+    trend = AgreementTrend(min_n=4)
+    _feed(trend, DROP, range(4))
+    assert not (trend.verdicts().get("tfidf") or {}).get("beyond_noise")
+    trend.add(T0 + 4 * HOUR, "tfidf", DROP[0], None, "question 0")
+    verdict = trend.verdicts()["tfidf"]
+    assert verdict is not None and verdict["beyond_noise"]
+    assert verdict["start"] == T0 + 3 * HOUR and verdict["through"] == T0 + 4 * HOUR
+    assert verdict["tests"] == 3 + 2 + 1
+    assert verdict["p_value"] == pytest.approx(_p_t3(-23.0), rel=1e-6)
+
+
+def test_a_drop_within_noise_does_not_raise_it() -> None:
+    trend = AgreementTrend(min_n=4)
+    _feed(trend, NOISE, range(6))
+    trend.close_input()
+    verdict = trend.verdicts()["tfidf"]
+    assert verdict is not None and not verdict["beyond_noise"]
+    d = [a - b for a, b in zip(NOISE, BEFORE, strict=True)]
+    mean = sum(d) / 4
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / 3)
+    assert (mean, sd) == (pytest.approx(-0.05), pytest.approx(math.sqrt(0.11 / 3)))
+    assert verdict["p_value"] >= _p_t3(mean / (sd / 2)) - 1e-9  # the 4-pair run's p, or higher
+    assert sustained_line(verdict) is None
+
+
+def test_the_gauges_follow_the_verdict() -> None:
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["tfidf"])
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(name, {"retriever": "tfidf"})
+
+    assert value("goldwatch_shadow_rbo_lower_sustained") == 0.0  # pre-initialised
+    trend = AgreementTrend(min_n=4)
+    _feed(trend, DROP, range(6))
+    trend.close_input()
+    metrics.observe_shadow({"sustained": trend.verdicts()})
+    assert value("goldwatch_shadow_rbo_lower_sustained") == 1.0
+    assert value("goldwatch_shadow_rbo_lower_effect") == pytest.approx(0.75 - 0.4625)
+    assert value("goldwatch_shadow_rbo_lower_since_seconds") == T0 + 3 * HOUR
+    quiet = AgreementTrend(min_n=4)
+    _feed(quiet, NOISE, range(6))
+    quiet.close_input()
+    metrics.observe_shadow({"sustained": quiet.verdicts()})
+    assert value("goldwatch_shadow_rbo_lower_sustained") == 0.0
+    assert value("goldwatch_shadow_rbo_lower_effect") == 0.0
+
+
+def test_state_round_trip_keeps_the_verdict_and_goes_on_the_same() -> None:
+    whole = AgreementTrend(min_n=4)
+    _feed(whole, DROP, range(6))
+    whole.close_input()
+    first = AgreementTrend(min_n=4)
+    _feed(first, DROP, range(4))
+    restarted = AgreementTrend(min_n=4)
+    restarted.load(first.state())
+    assert restarted.verdicts() == first.verdicts()
+    _feed(restarted, DROP, range(4, 6))
+    restarted.close_input()
+    assert restarted.verdicts() == whole.verdicts()
+
+
+def test_bounded_questions_are_sampled_by_key_at_every_point() -> None:
+    """Past ``max_questions`` cells the threshold halves: the cells held stay within the
+    bound, and a question is kept at every hour or at none (pairs stay pairs)."""
+    trend = AgreementTrend(min_n=2, max_questions=50)
+    for hour in range(4):
+        for q in range(40):
+            trend.add(T0 + hour * HOUR, "tfidf", 0.5, None, f"question {q}")
+    series = trend.series()
+    kept = [set(b["agreement_questions"]["tfidf"]) for b in series["buckets"]]
+    assert sum(len(k) for k in kept) <= 50
+    assert all(k == kept[0] for k in kept) and kept[0]
+    assert [b["agreement"]["tfidf"]["n"] for b in series["buckets"]] == [40] * 4  # sums whole
+    with pytest.raises(ValueError):
+        AgreementTrend(max_questions=0)
