@@ -413,8 +413,12 @@ def _drift() -> list[Panel | list[Panel]]:
             table(
                 "Gold-set shares (the drift reference)",
                 "The gold set's share of each language and topic, the reference every drift "
-                "number compares with. It changes only when the gold set does; if a category "
-                "you see in live traffic is missing here, the gold set has no question for it.",
+                "number compares with. A topic's share is of the gold rows the topic model "
+                "assigns to it (held out, unanswerable rows included), not of its label; "
+                "novel: rows the novelty check reads as novel (TopicDrift leaves it out while "
+                "that detector is untrusted). It changes only when the gold set does; if a "
+                "category you see in live traffic is missing here, the gold set has no question "
+                "for it.",
                 [(f"max by (dimension, category) (goldwatch_gold_share_ratio{{{SEL}}})", "")],
                 "percentunit",
             ),

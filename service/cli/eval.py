@@ -128,9 +128,14 @@ def eval_command(
     configuration); --demo uses the embedded demo corpus, and its gold set unless --gold
     names one (a copy of it, e.g. in the demo's working folder). A gold set without a corpus
     is an error (exit 2), and so is a corpus holding none of its gold passages.
+
+    Each retriever is asked for its top eval.depth passages (100 by default, at least the
+    largest k): the uncut MRR, nDCG and MAP are over that list, ranked as trec_eval ranks
+    (score descending, ties by passage id descending). Questions whose passages all scored
+    alike are counted and named: their figures rest on that tie order, not on the retriever.
     """
     from service.evaluation import job as eval_job
-    from service.evaluation.report import gold_set_line, render_json, render_text
+    from service.evaluation.report import depth_line, gold_set_line, render_json, render_text
     from service.retrievers.base import RetrieverError
 
     # Entry-point retrievers live in the user's project: import them from the current
@@ -180,10 +185,12 @@ def eval_command(
             ks=outcome.ks,
             answers=outcome.answers.to_json() if outcome.answers else None,
             failed_gates=outcome.failed_gates,
+            depth=outcome.depth,
         )
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        click.echo(gold_set_line(outcome.gold_set_summary()) + "\n")
+        click.echo(gold_set_line(outcome.gold_set_summary()))
+        click.echo(depth_line(outcome.depth) + "\n")
         click.echo(render_text(outcome.reports, outcome.comparisons))
         if outcome.answers is not None:
             click.echo("\n" + _answers_text(outcome.answers.to_json()))

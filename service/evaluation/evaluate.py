@@ -11,7 +11,7 @@ No I/O here beyond calling the retriever objects it is given.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean
@@ -101,6 +101,14 @@ class RetrieverReport:
         ascending: ``(lists returned in ascending score order, lists whose scores are not
             all equal)``: :func:`ascending_lists`; when most are ascending the scores look
             like distances (:meth:`order_warning`).
+        all_tied: answerable question ids whose result list holds two or more passages, all
+            scored alike (:func:`tie_decided` ``"all"``): their ranking is trec_eval's tie
+            order (passage id descending), not the retriever's, e.g. every passage scored 0.
+        gold_tied: the other answerable question ids where a gold passage shares its score
+            with a passage that is not gold (:func:`tie_decided` ``"gold"``): its rank among
+            them is set by passage id.
+        tied_groups: ``{"field=value": count}`` of the ``all_tied`` questions per breakdown
+            group (only the fields of ``by``).
     """
 
     retriever: str
@@ -118,6 +126,61 @@ class RetrieverReport:
     n_averaged: int = -1
     unanswerable_best: Mapping[str, tuple[str, float] | None] = field(default_factory=dict)
     ascending: tuple[int, int] = (0, 0)
+    all_tied: tuple[str, ...] = ()
+    gold_tied: tuple[str, ...] = ()
+    tied_groups: Mapping[str, int] = field(default_factory=dict)
+
+    def tied_mrr(self) -> float | None:
+        """The uncut MRR of the :attr:`all_tied` questions (mean over them, in [0, 1]);
+        ``None`` when there are none."""
+        if not self.all_tied or "mrr" not in self.measures:
+            return None
+        return fmean(self.per_query[q]["mrr"] for q in self.all_tied)
+
+    def tie_note(self) -> str | None:
+        """What rests on trec_eval's tie order rather than on the retriever, or ``None``
+        when nothing does: the questions whose result list was scored all alike
+        (:attr:`all_tied`, with their breakdown groups, their uncut MRR and its share of the
+        overall MRR) and those whose gold passage's rank was set by a tie at its score
+        (:attr:`gold_tied`). Trial 45: an entrypoint that matched no word of two Hindi
+        questions scored every passage 0; ranked by id descending at depth 100, their gold
+        passages came 46th and 21st, so ``language=hi`` read MRR 0.0347 against the
+        built-in BM25's 0.0000 for the same "found nothing".
+
+        >>> r = RetrieverReport("r", {"mrr": 0.75}, {}, {"q1": {"mrr": 0.25},
+        ...     "q2": {"mrr": 1.0}, "q3": {"mrr": 1.0}}, 3, 0, {}, (), 0, measures=("mrr",),
+        ...     all_tied=("q1", "q2"), tied_groups={"language=hi": 2})
+        >>> print(r.tie_note())  # doctest: +NORMALIZE_WHITESPACE
+        r: 2 of 3 answerable questions got passages all scored alike (q1, q2; language=hi
+        2): their ranks and their uncut MRR 0.6250 (0.4167 of the overall 0.7500) rest on
+        trec_eval's tie order (passage id descending), not on the retriever
+        """
+        if not self.all_tied and not self.gold_tied:
+            return None
+        parts: list[str] = []
+        if self.all_tied:
+            named = _first(self.all_tied)
+            if self.tied_groups:
+                named += "; " + ", ".join(f"{g} {n}" for g, n in self.tied_groups.items())
+            mrr = self.tied_mrr()
+            part = (sum(self.per_query[q]["mrr"] for q in self.all_tied) / self.n_averaged
+                    if self.n_averaged else 0.0)  # fmt: skip
+            share = (f" ({part:.4f} of the overall {self.overall['mrr']:.4f})"
+                     if mrr is not None and self.n_averaged else "")  # fmt: skip
+            figure = f" and their uncut MRR {mrr:.4f}{share}" if mrr is not None else ""
+            parts.append(
+                f"{len(self.all_tied)} of {self.n_questions} answerable questions got passages "
+                f"all scored alike ({named}): their ranks{figure} rest on trec_eval's tie "
+                "order (passage id descending), not on the retriever"
+            )
+        if self.gold_tied:
+            more = " more" if self.all_tied else ""
+            parts.append(
+                f"{len(self.gold_tied)}{more} had a gold passage tied at its score with "
+                f"another passage ({_first(self.gold_tied)}): its rank among them is "
+                "trec_eval's tie order, not the retriever's"
+            )
+        return f"{self.retriever}: " + "; ".join(parts)
 
     def order_warning(self) -> str | None:
         """A warning when at least :data:`MIN_ORDERED_LISTS` lists had scores that are not
@@ -162,7 +225,49 @@ class RetrieverReport:
             "n_averaged": self.n_averaged,
             "ascending_lists": list(self.ascending),
             "order_warning": self.order_warning(),
+            "ties": {
+                "all_tied": list(self.all_tied),
+                "gold_tied": list(self.gold_tied),
+                "groups": dict(self.tied_groups),
+                "mrr_all_tied": self.tied_mrr(),
+                "note": self.tie_note(),
+            },
         }
+
+
+def _first(ids: Sequence[str], show: int = 5) -> str:
+    """The first ``show`` ids, then how many more."""
+    text = ", ".join(ids[:show])
+    return text + (f" and {len(ids) - show} more" if len(ids) > show else "")
+
+
+def tie_decided(gold: Iterable[str], docs: Iterable[ScoredDoc]) -> str | None:
+    """Whether trec_eval's tie order (score descending, then passage id descending), not
+    the scores, ranked a question's result list: ``"all"`` when it holds two or more
+    distinct passages, every one at the same (best) score, a gold passage among them and
+    one that is not (all gold or none gold: no order changes a figure); ``"gold"`` when a
+    gold passage shares its score with a passage that is not gold (its rank among them set
+    by id); ``None`` otherwise (an empty list, one passage, or no tie touching a gold
+    passage).
+
+    >>> tie_decided(["d2"], [ScoredDoc("d1", 0.0), ScoredDoc("d2", 0.0), ScoredDoc("d3", 0.0)])
+    'all'
+    >>> tie_decided(["d2"], [ScoredDoc("d1", 2.0), ScoredDoc("d2", 1.0), ScoredDoc("d3", 1.0)])
+    'gold'
+    >>> tie_decided(["d2"], [ScoredDoc("d1", 1.0), ScoredDoc("d3", 1.0), ScoredDoc("d2", 2.0)])
+    >>> tie_decided(["d2"], [ScoredDoc("d2", 0.0)])
+    >>> tie_decided(["d9"], [ScoredDoc("d1", 0.0), ScoredDoc("d2", 0.0)])
+    """
+    best = _best_scores(docs)
+    gold = set(gold)
+    if len(best) >= 2 and len(set(best.values())) == 1:
+        # the order decides a figure only between a gold passage and one that is not
+        kept = sum(doc in gold for doc in best)
+        return "all" if 0 < kept < len(best) else None
+    scores = {best[g] for g in gold if g in best}
+    if any(doc not in gold and score in scores for doc, score in best.items()):
+        return "gold"
+    return None
 
 
 def trec_complete_means(report: RetrieverReport, n_judged: int) -> RetrieverReport:
@@ -358,10 +463,19 @@ def evaluate_run(
         ranking, _ = rank_run(run.get(q.id, []))
         scores = _best_scores(run.get(q.id, []))
         best[q.id] = (ranking[0], scores[ranking[0]]) if ranking else None
+    by = _group_means(answerable, per_query, measures)
+    decided = {q.id: tie_decided(q.gold, run.get(q.id, [])) for q in answerable}
+    all_tied = tuple(q.id for q in answerable if decided[q.id] == "all")
+    tied_groups: Counter[str] = Counter()
+    for q in answerable:
+        if decided[q.id] == "all":
+            for name in by:
+                value = getattr(q, name)
+                tied_groups[f"{name}={MISSING if value is None else value}"] += 1
     return RetrieverReport(
         retriever=retriever,
         overall=overall,
-        by=_group_means(answerable, per_query, measures),
+        by=by,
         per_query=per_query,
         n_questions=len(answerable),
         n_unanswerable=len(unanswerable),
@@ -379,4 +493,7 @@ def evaluate_run(
             if ascending is not None
             else ascending_lists({q.id: run[q.id] for q in questions if q.id in run})
         ),
+        all_tied=all_tied,
+        gold_tied=tuple(q.id for q in answerable if decided[q.id] == "gold"),
+        tied_groups=dict(tied_groups),
     )

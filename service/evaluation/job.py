@@ -111,7 +111,9 @@ class EvalOutcome:
     """Everything one eval run produced (``breakdown_k``: the cut-off the HTML breakdowns
     are charted at, :func:`service.evaluation.report.breakdown_k`; ``None``: its default rule;
     ``n_unjudged``: topics of the topics file with no line in the qrels, in no mean, as in
-    trec_eval; ``trec_mean``: the means are trec_eval ``-c``'s, ``--trec-mean``)."""
+    trec_eval; ``trec_mean``: the means are trec_eval ``-c``'s, ``--trec-mean``; ``depth``:
+    the results asked of each retriever, ``eval.depth`` or the largest k if larger, ``None``
+    for TREC run files)."""
 
     gold_set: GoldSet
     ks: tuple[int, ...]
@@ -126,6 +128,7 @@ class EvalOutcome:
     breakdown_k: int | None = None
     n_unjudged: int = 0
     trec_mean: bool = False
+    depth: int | None = None
 
     def gold_set_summary(self) -> GoldSetSummary:
         """Return the ``gold_set`` block of the JSON report."""
@@ -222,7 +225,7 @@ def retrieved_runs(
     if coverage is not None:
         warnings.append(coverage)
     retrievers = build_retrievers(names, settings, corpus.passages)
-    depth = max(settings.eval.depth, max(request.ks or settings.eval.k))
+    depth = eval_depth(request, settings)
     runs = {}
     orders: dict[str, tuple[int, int]] = {}
     questions = list(gold)
@@ -390,7 +393,13 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         breakdown_k=breakdown_k(ks, [gate.metric for gate in request.gates]),
         n_unjudged=len(gold) - n_judged,
         trec_mean=request.trec_mean,
+        depth=None if request.runs else eval_depth(request, settings),
     )
+
+
+def eval_depth(request: EvalRequest, settings: Settings) -> int:
+    """The results asked of each retriever: ``eval.depth``, or the largest k when larger."""
+    return max(settings.eval.depth, max(request.ks or settings.eval.k))
 
 
 def retriever_config(settings: Settings, name: str, from_run_file: bool) -> dict[str, Any]:

@@ -7,6 +7,8 @@ JSON schema (``schema_version`` 1)::
                   "n_unjudged",             # topics not in the qrels: in no mean
                   "from_qrels", "mean"},    # mean: "answerable" | "trec_eval -c"
      "k": [1, 5, 10, 20],
+     "depth": 100 | None,                   # results asked of each retriever (eval.depth);
+                                            # None: TREC run files, scored as given
      "retrievers": {name: {"overall": {metric: value},
                            "by": {field: {value: {metric: value, "n": count}}},
                            "n_questions": int, "n_unanswerable": int,
@@ -16,7 +18,12 @@ JSON schema (``schema_version`` 1)::
                            "mean": "answerable" | "trec_eval -c",  # what overall averages
                            "n_averaged": int,                      # over, and how many
                            "ascending_lists": [rising, ordered],   # lists in ascending
-                           "order_warning": str | None}},          # score order: distances?
+                           "order_warning": str | None,            # score order: distances?
+                           "ties": {"all_tied": [question_id],     # lists scored all alike
+                                    "gold_tied": [question_id],    # a gold passage tied
+                                    "groups": {"field=value": n},  # all_tied per group
+                                    "mrr_all_tied": float | None,  # their uncut MRR
+                                    "note": str | None}}},         # what rests on tie order
      "comparison": [{"metric", "a", "b", "n", "mean_a", "mean_b", "mean_diff", "wins",
                      "losses", "ties", "p_value", "ci_low", "ci_high", "confidence",
                      "deltas": {question_id: b - a},
@@ -70,6 +77,7 @@ class EvalReport(TypedDict):
     schema_version: int
     gold_set: GoldSetSummary
     k: list[int]
+    depth: int | None
     retrievers: dict[str, dict[str, Any]]
     fail_under: list[FailedGate]
     comparison: NotRequired[list[dict[str, Any]]]
@@ -168,6 +176,8 @@ def render_text(reports: Sequence[RetrieverReport], comparisons: Sequence[Paired
         out.append(table(["questions", "n", *columns], rows))
         if few := few_groups_line(r.by):
             out.append(few)
+        if ties := r.tie_note():
+            out.append(f"ties: {ties}")
         out.append("")
     if comparisons:
         out.append("Paired comparison (B - A; randomization test, bootstrap CI)")
@@ -240,6 +250,23 @@ def gold_set_line(summary: GoldSetSummary) -> str:
     )
 
 
+def depth_line(depth: int | None) -> str:
+    """How deep each retriever's result list went: what the uncut MRR, nDCG and MAP (and
+    the misses' gold ranks) are over, ``eval.depth`` in the configuration (trial 45: the
+    100 an entrypoint is asked for was in neither ``--help`` nor the README); ``None``:
+    TREC run files, scored as given.
+
+    >>> depth_line(100)  # doctest: +ELLIPSIS
+    'each retriever was asked for its top 100 passages (eval.depth): the uncut MRR, ...'
+    """
+    if depth is None:
+        return ("run files scored as given: the uncut MRR, nDCG and MAP are over each list "
+                "as long as the file has it")  # fmt: skip
+    return (f"each retriever was asked for its top {depth} passages (eval.depth): the uncut "
+            "MRR, nDCG and MAP are over those, ranked by score descending with ties by "
+            "passage id descending (trec_eval)")  # fmt: skip
+
+
 def mean_note(report: RetrieverReport) -> str:
     """What a retriever's means average over, and how many questions the run did not hold
     (scored 0), e.g. ``"means over 2 answerable questions; 1 missing from the run (scored
@@ -295,12 +322,15 @@ def render_json(
     ks: Sequence[int],
     answers: dict[str, Any] | None = None,
     failed_gates: Sequence[FailedGate] = (),
+    depth: int | None = None,
 ) -> EvalReport:
-    """Return the documented JSON report (see the module docstring)."""
+    """Return the documented JSON report (see the module docstring); ``depth``: the results
+    asked of each retriever (``eval.depth``), ``None`` for TREC run files."""
     doc: EvalReport = {
         "schema_version": SCHEMA_VERSION,
         "gold_set": gold_set,
         "k": list(ks),
+        "depth": depth,
         "retrievers": {r.retriever: r.to_json() for r in reports},
         "fail_under": list(failed_gates),
     }

@@ -1,14 +1,18 @@
 """``goldwatch eval --html``: one self-contained page per evaluation.
 
 Sections (each a ``<section id=…>``): ``overall`` (one row per metric, one column per
-retriever, so it fits the page however many cut-offs; what the means average over; the gates
-that failed), ``curves`` (recall@k and hit rate@k against k, one line per retriever, SVG),
-``breakdown`` (per field — kind, doc type, source, language, role, topic — a bar chart of
-recall at the breakdown cut-off, :func:`service.evaluation.report.breakdown_k`, and a table),
+retriever, so it fits the page however many cut-offs; what the means average over; the
+questions ranked by trec_eval's tie order, their passages all scored alike, and those whose
+gold passage's rank a tie set; the gates that failed), ``curves`` (recall@k and hit rate@k
+against k, one line per retriever, SVG), ``breakdown`` (per field — kind, doc type, source,
+language, role, topic — a bar chart of recall at the breakdown cut-off,
+:func:`service.evaluation.report.breakdown_k`, and a table),
 ``misses`` (per retriever, what came back instead of the gold passages), ``unanswerable``
 (the questions with no gold passage and what each retriever ranked first for them),
 ``comparison`` (paired B − A differences with their bootstrap intervals) and, with
-``--answers``, ``answers``.
+``--answers``, ``answers``. The header says how deep each retriever was asked
+(``eval.depth``) and, per retriever, what rests on the tie order
+(:meth:`~service.evaluation.evaluate.RetrieverReport.tie_note`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from service.evaluation.report import (
     COMPARISON_COLUMNS,
     breakdown_k,
     comparison_rows,
+    depth_line,
     gold_set_line,
     max_k,
     text_measures,
@@ -61,12 +66,13 @@ def render_eval_html(outcome: EvalOutcome, *, max_misses: int = MAX_MISSES) -> s
         Markup("<h1>goldwatch — retrieval evaluation</h1>"),
         para(
             f"{gold_set_line(outcome.gold_set_summary())}. "
-            f"Cut-offs k = {', '.join(map(str, outcome.ks))}.",
+            f"Cut-offs k = {', '.join(map(str, outcome.ks))}; {depth_line(outcome.depth)}.",
             "meta",
         ),
     ]
     k = outcome.breakdown_k or breakdown_k(outcome.ks)
     warnings = [para(w, "notice") for r in outcome.reports if (w := r.order_warning())]
+    warnings += [para(f"{w}.", "notice") for r in outcome.reports if (w := r.tie_note())]
     body = [
         *header,
         *warnings,
@@ -92,6 +98,8 @@ def _overall(outcome: EvalOutcome) -> Markup:
          *(len(r.misses) for r in reports)],
         ["questions averaged over", *(r.n_averaged for r in reports)],
         ["missing from the run (scored 0)", *(r.n_missing for r in reports)],
+        ["passages all scored alike (ranked by tie order)", *(len(r.all_tied) for r in reports)],
+        ["a gold passage's rank set by a tie", *(len(r.gold_tied) for r in reports)],
     ]  # fmt: skip
     unjudged = outcome.n_unjudged
     skipped = (f" The {unjudged} topics not in the qrels are in no mean, as in trec_eval."

@@ -134,7 +134,8 @@ def analytics_sections(
         )
         agreement = analytics.get("language_quality")
         live = analytics.get("languages") or {}
-        note = agreement_text(agreement, live) + "." if agreement is not None else None
+        min_rows = analytics.get("quality_min_class", FEW_RESULTS)
+        note = agreement_text(agreement, live, min_rows) + "." if agreement is not None else None
         left_out = analytics.get("language_candidates")
         parts += [
             _shares(

@@ -548,7 +548,9 @@ def render_text(doc: ReplayReport) -> str:
     if labels.get("notice"):  # a language /metrics exports as "other", worth naming
         lines.append(f"  {labels['notice']}")
     if analytics.get("language_quality") is not None:  # with a gold set: measured on it
-        lines.append(f"  {agreement_text(analytics['language_quality'], analytics['languages'])}")
+        agreement = agreement_text(analytics["language_quality"], analytics["languages"],
+                                   analytics.get("quality_min_class", 10))  # fmt: skip
+        lines.append(f"  {agreement}")
     if left_out is not None:
         lines.append(f"  {excluded_text(left_out)}")
     topic_quality = analytics.get("topic_quality")

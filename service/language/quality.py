@@ -114,10 +114,15 @@ def language_agreement(labels: Sequence[str | None], detected: Sequence[str]) ->
     )
 
 
-def agreement_text(quality: dict[str, Any] | None, live: Iterable[str] = ()) -> str:
+def agreement_text(quality: dict[str, Any] | None, live: Iterable[str] = (),
+                   min_rows: int = 10) -> str:  # fmt: skip
     """The report's sentence for a :meth:`LanguageAgreement.to_json` (or why there is none);
     ``live``: the live traffic's languages, those without a labelled gold question named as
-    not measured (``und`` and ``other`` are no language).
+    not measured (``und`` and ``other`` are no language). The languages with fewer than
+    ``min_rows`` labelled rows (``analytics.quality_min_class``, the rule of the topic
+    labels' line, :func:`service.topics.quality.agreement_text`) are named as too few to
+    measure language id in: trial 45 read "hi-Latn 2/2, hi 2/2" beside a topic line that
+    called the same 2 rows too few (2 of 2 agreeing: Wilson 95 % interval [34.2 %, 100 %]).
 
     >>> print(agreement_text({"n": 50, "agree": 48, "share": 0.96, "low": 0.865, "high": 0.989,
     ...                       "by_language": {"en": {"n": 36, "agree": 36},
@@ -125,16 +130,28 @@ def agreement_text(quality: dict[str, Any] | None, live: Iterable[str] = ()) -> 
     ...                       "confusions": {"de → en": 2}}))  # doctest: +NORMALIZE_WHITESPACE
     language id agrees with 48 of 50 labelled gold questions (96.0% [86.5%, 98.9%]): en 36/36,
     de 12/14; de → en 2
+    >>> print(agreement_text({"n": 55, "agree": 55, "share": 1.0, "low": 0.935, "high": 1.0,
+    ...                       "by_language": {"en": {"n": 51, "agree": 51},
+    ...                                       "hi-Latn": {"n": 2, "agree": 2},
+    ...                                       "hi": {"n": 2, "agree": 2}}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    language id agrees with 55 of 55 labelled gold questions (100.0% [93.5%, 100.0%]): en 51/51,
+    hi-Latn 2/2, hi 2/2 (hi-Latn, hi: fewer than 10 labelled rows, too few to measure language
+    id in)
     >>> agreement_text({"n": 0})
     'language id not measured: no gold question has a language label'
     >>> agreement_text({"n": 2, "agree": 2, "share": 1.0, "low": 0.342, "high": 1.0,
     ...                 "by_language": {"en": {"n": 2, "agree": 2}}}, ["en", "de", "und", "es"])
     ... # doctest: +ELLIPSIS
-    'language id agrees with 2 of 2 ... en 2/2; not measured on de, es (no labelled gold question)'
+    'language id agrees with 2 of 2 ... en 2/2 (en: fewer than 10 ...); not measured on de, ...'
     """
     if not quality or not quality.get("n"):
         return "language id not measured: no gold question has a language label"
     per = ", ".join(f"{k} {v['agree']}/{v['n']}" for k, v in quality["by_language"].items())
+    few = [k for k, v in quality["by_language"].items() if v["n"] < min_rows]
+    if few:
+        per += (f" ({', '.join(few)}: fewer than {min_rows} labelled rows, too few to measure "
+                "language id in)")  # fmt: skip
     text = (f"language id agrees with {quality['agree']} of {quality['n']} labelled gold "
             f"questions ({quality['share']:.1%} [{quality['low']:.1%}, {quality['high']:.1%}]):"
             f" {per}")  # fmt: skip

@@ -146,7 +146,9 @@ class EvalConfig(_Frozen):
 
     Attributes:
         k: cut-offs for recall@k, hit rate@k, precision@k, nDCG@k and MRR@k (each ≥ 1).
-        depth: how many results to ask each retriever for (≥ max(k)).
+        depth: how many results to ask each retriever for (≥ max(k)); the uncut MRR, nDCG
+            and MAP (and the misses' gold ranks) are over that list, ranked as trec_eval
+            ranks it (score descending, ties by passage id descending).
         batch_size: questions per retrieval batch.
         history: JSONL file that gets one row per retriever per run (``None`` disables it).
         misses: JSONL file the misses are written to (``None`` disables it).

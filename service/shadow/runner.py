@@ -795,8 +795,11 @@ class ShadowRunner:
                 target=self._work, args=(lane,), name=f"shadow-{lane.config.name}-{number}"
             )
             thread.daemon = True
-            lane.threads = [t for t in lane.threads if t.is_alive()] + [thread]
+            # started before it is published: close() joins every thread in lane.threads,
+            # and joining one not yet started raises RuntimeError (a watchdog replacing a
+            # hung worker while the service stops)
             thread.start()
+            lane.threads = [t for t in lane.threads if t.is_alive()] + [thread]
 
     def _check_cpu(self) -> None:
         """Update :attr:`cpu_throttled` from the CPU used over the last ~second."""

@@ -324,7 +324,13 @@ class AnalyticsMetrics:
                 ).inc(n)
 
     def set_gold_shares(self, gold_counts: Mapping[str, Mapping[str, int]]) -> None:
-        """Export the gold set's share of every category (the drift references)."""
+        """Export the gold set's share of every category (the drift references):
+        ``gold_counts`` as :attr:`~service.runtime.analytics.Analytics.gold_counts` holds them
+        (``{dimension: {category: rows}}``; topic: every gold row through live traffic's
+        assignment, :meth:`~service.topics.model.TopicModel.gold_assignments`, so a topic's
+        share is not its label's and ``novel`` has one), each divided by its dimension's row
+        total (shares in [0, 1] summing to 1 per dimension; a category outside the label
+        allow-list sums into ``other``)."""
         for dimension, counts in gold_counts.items():
             total = sum(counts.values())
             allowed = self._allowed(dimension)
@@ -510,7 +516,19 @@ def build_analytics_metrics(
         under_refusals=counter("under_refusals", "Answers (not detected as refusals) to "
                                "questions judged out of scope."),
         gold_share=gauge(
-            "gold_share_ratio", "The gold set's share of a category.", ["dimension", "category"]
+            "gold_share_ratio",
+            "The gold set's share of a category, as the service's own drift test compares "
+            "live traffic with (its reference before the language-mix adjustment): every "
+            "gold row counts, unanswerable and unlabelled ones too (live traffic holds such "
+            "questions). language: each row's language field, else the detected language. "
+            "topic: each row's topic as live traffic's assignment reads it, not its topic "
+            "label: a labelled row its held-out (cross-validated) prediction (a label with "
+            "fewer than analytics.topics.cv_min_class rows: the fitted model's own), an "
+            "unlabelled row its nearest topic, and any row novel when its leave-one-out novelty "
+            "similarity is below the threshold (docs/topics.md, 'Like-for-like comparison "
+            "with the gold set'). While the novelty detector is untrusted the recording "
+            "rules leave novel out of the gold and the live topic shares alike.",
+            ["dimension", "category"],
         ),
         drift_js_divergence=gauge(
             "drift_js_divergence",

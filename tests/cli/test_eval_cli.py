@@ -368,3 +368,49 @@ def test_a_question_asked_by_two_gold_rows_is_a_warning(tmp_path: Path) -> None:
     assert ("goldwatch: warning: 1 question appears in more than one gold-set row (rows "
             "'a-1', 'a-2'), 1 of them with different gold passages" in result.stderr)  # fmt: skip
     assert "library" not in result.stderr.lower()  # ids only, never the question's text
+
+
+@pytest.mark.slow
+def test_entrypoint_scoring_every_passage_zero_is_named_with_its_tie_ranked_mrr(
+    tmp_path: Path,
+) -> None:
+    """Trial 45 M3 end to end: an entrypoint that finds no word of two questions returns
+    every passage at score 0. By hand (trec_eval: score descending, ties by id descending,
+    so d5 d4 d3 d2 d1): z1's gold d2 is 4th (RR 1/4), z2's gold d5 1st (RR 1); the third
+    question's gold d1 is first (RR 1). MRR = (1/4 + 1 + 1) / 3 = 0.75, as trec_eval gives
+    it; the notice names the 2 questions and the depth asked (eval.depth, 100)."""
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": f"passage {i}"}) + "\n" for i in range(1, 6))
+    )
+    rows = [("z1", "कार्ड", "d2", "hi"), ("z2", "ट्रांसफर", "d5", "hi"), ("a1", "fee", "d1", "en")]
+    (tmp_path / "gold.jsonl").write_text("".join(
+        json.dumps({"id": i, "question": q, "gold": [g], "language": lang}) + "\n"
+        for i, q, g, lang in rows))  # fmt: skip
+    (tmp_path / "zeros.py").write_text(
+        "def top_k(question, k):\n"
+        "    ids = ['d1', 'd2', 'd3', 'd4', 'd5']\n"
+        "    if question == 'fee':\n"
+        "        return [(d, 2.0 - i * 0.25) for i, d in enumerate(ids)][:k]\n"
+        "    return [(d, 0.0) for d in ids][:k]\n"
+    )
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text(
+        "gold_set: gold.jsonl\ncorpus: corpus.jsonl\n"
+        "retrievers:\n  - {name: mine, kind: entrypoint, entrypoint: 'zeros:top_k'}\n"
+    )
+    base = ["eval", "--config", str(config), "--retriever", "mine", "--no-progress", "--k", "1,5"]
+    result = run([*base, "--format", "json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    mine = doc["retrievers"]["mine"]
+    assert doc["depth"] == 100
+    assert mine["overall"]["mrr"] == pytest.approx(0.75)
+    assert mine["ties"]["all_tied"] == ["z1", "z2"]
+    assert mine["ties"]["mrr_all_tied"] == pytest.approx(0.625)
+    assert mine["ties"]["groups"] == {"language=hi": 2}
+    text = run(base, tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "each retriever was asked for its top 100 passages (eval.depth)" in text.stdout
+    assert ("ties: mine: 2 of 3 answerable questions got passages all scored alike (z1, z2; "
+            "language=hi 2): their ranks and their uncut MRR 0.6250 (0.4167 of the overall "
+            "0.7500) rest on trec_eval's tie order") in text.stdout  # fmt: skip

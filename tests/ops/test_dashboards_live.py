@@ -181,6 +181,15 @@ def test_untrusted_detectors_counts_reach_prometheus_but_no_panel_or_alert_serie
         assert _query(prometheus, expr)["data"]["result"] == [], expr
     shares = _query(prometheus, "sum(goldwatch:topic_share:ratio_rate1h)")
     assert float(shares["data"]["result"][0]["value"][1]) == pytest.approx(1.0)
+    # the gold side leaves its own novel share out too (trial 45 H1), renormalised
+    raw = _query(prometheus, 'goldwatch_gold_share_ratio{dimension="topic",category="novel"} > 0')
+    assert raw["data"]["result"], "the demo's gold set has rows read novel"
+    assert (
+        _query(prometheus, 'goldwatch:gold_topic_share:ratio{topic="novel"}')["data"]["result"]
+        == []
+    )
+    gold = _query(prometheus, "sum(goldwatch:gold_topic_share:ratio)")
+    assert float(gold["data"]["result"][0]["value"][1]) == pytest.approx(1.0)
 
 
 def test_recording_rules_and_jsd_on_live_data(prometheus: str) -> None:

@@ -221,6 +221,33 @@ def test_jsd_recording_rule_matches_scipy(test_name: str, dimension: str) -> Non
     assert got == pytest.approx(expected, abs=1e-9)
 
 
+def test_topic_jsd_leaves_an_untrusted_novel_out_of_both_sides_as_scipy() -> None:
+    """Trial 45 H1: the rules left an untrusted `novel` out of the live topic shares only, so
+    the gold set's own novel share (10 of 55 rows) stood against live shares that could never
+    have it: JSD 0.135 on the control log. The promtool test holds that log's exported
+    counters; scipy on the same series with `novel` out of both sides gives the expected
+    value (the user's recomputation: 0.0405, under TopicDrift's 0.05)."""
+    test = _test(
+        "TopicDrift stays silent on trial 45's control log (untrusted novel out of both sides)"
+    )
+    live: dict[str, float] = {}
+    gold: dict[str, float] = {}
+    for name, labels, samples in _series(test):
+        if name == "goldwatch_detector_trusted" and labels["detector"] == "novelty":
+            assert samples[-1] == 0
+        elif name == "goldwatch_questions_by_topic_total":
+            live[labels["topic"]] = samples[120] - samples[60]
+        elif name == "goldwatch_gold_share_ratio" and labels["dimension"] == "topic":
+            gold[labels["category"]] = samples[-1]
+    assert live["novel"] > 0 and gold["novel"] == pytest.approx(10 / 55)
+    categories = sorted((set(live) | set(gold)) - {"novel"})
+    expected = jensenshannon([live[c] for c in categories], [gold[c] for c in categories],
+                             base=2) ** 2  # fmt: skip
+    assert expected == pytest.approx(0.0405, abs=5e-5)
+    got = _expected(test, "round(goldwatch:topic:js_divergence_vs_gold_1h * 1e9)") / 1e9
+    assert got == pytest.approx(expected, abs=1e-9)
+
+
 def test_refusal_z_statistic_matches_hand_computation() -> None:
     test = _test("refusal ratios and the two-proportion z statistic")
     step, end = _minutes(test["interval"]), 1560

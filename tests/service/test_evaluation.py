@@ -140,3 +140,67 @@ def test_lists_of_distances_returned_best_first_are_named() -> None:
     assert evaluate_run("f", questions[:4], distances, [1]).order_warning() is None
     mixed = {**distances, "q0": similarities["q0"]}  # 5 of 6 = 83 %
     assert evaluate_run("f", questions, mixed, [1]).order_warning() is None
+
+
+def test_lists_scored_all_alike_are_counted_and_their_figures_named() -> None:
+    """Trial 45 M3: an entrypoint that matched no word of two Hindi questions scored every
+    passage 0; ranked by trec_eval's tie order (score descending, then passage id
+    descending) their gold passages still earned reciprocal ranks, a non-zero MRR for a
+    retriever that found nothing. Worked by hand, five passages d1..d5:
+
+    * h1 (gold d2) and h2 (gold d5): all five scored 0, so trec_eval ranks d5 d4 d3 d2 d1:
+      d2 is 4th (RR 1/4), d5 1st (RR 1). Both "all tied".
+    * e1 (gold d1): d1 2.0, d2 1.0, d3..d5 0.5: d1 1st (RR 1); the tie at 0.5 touches no
+      gold passage: not counted.
+    * e2 (gold d3): d1 2.0, d3 1.0, d4 1.0: d4 > d3 by id, so d3 is 3rd (RR 1/3); its rank
+      set by a tie at its score: "gold tied".
+
+    Uncut MRR (trec_eval recip_rank mean) = (1/4 + 1 + 1 + 1/3) / 4 = 31/48 = 0.6458; the
+    all-tied questions' own MRR (1/4 + 1) / 2 = 0.625, i.e. 1.25 / 4 = 0.3125 of the overall.
+    (pytrec_eval, trec_eval's C code, gives the same four reciprocal ranks on this run.)
+    """
+    from service.evaluation.report import render_json, render_text
+
+    zeros = [ScoredDoc(f"d{i}", 0.0) for i in range(1, 6)]
+    questions = [
+        GoldQuestion("h1", "?", ("d2",), language="hi"),
+        GoldQuestion("h2", "?", ("d5",), language="hi"),
+        GoldQuestion("e1", "fee?", ("d1",), language="en"),
+        GoldQuestion("e2", "date?", ("d3",), language="en"),
+    ]
+    run = {
+        "h1": zeros,
+        "h2": list(reversed(zeros)),
+        "e1": [ScoredDoc("d1", 2.0), ScoredDoc("d2", 1.0)]
+        + [ScoredDoc(f"d{i}", 0.5) for i in (3, 4, 5)],
+        "e2": [ScoredDoc("d1", 2.0), ScoredDoc("d3", 1.0), ScoredDoc("d4", 1.0)],
+    }
+    report = evaluate_run("mine", questions, run, [1, 5])
+    assert report.overall["mrr"] == pytest.approx(31 / 48)
+    assert {q: v["mrr"] for q, v in report.per_query.items()} == pytest.approx(
+        {"h1": 1 / 4, "h2": 1.0, "e1": 1.0, "e2": 1 / 3}
+    )
+    assert report.all_tied == ("h1", "h2")
+    assert report.gold_tied == ("e2",)
+    assert report.tied_groups == {"language=hi": 2}
+    assert report.tied_mrr() == pytest.approx(0.625)
+    note = report.tie_note()
+    assert note is not None
+    assert note.startswith(
+        "mine: 2 of 4 answerable questions got passages all scored alike (h1, h2; language=hi "
+        "2): their ranks and their uncut MRR 0.6250 (0.3125 of the overall 0.6458) rest on "
+        "trec_eval's tie order")  # fmt: skip
+    assert "1 more had a gold passage tied at its score with another passage (e2)" in note
+    text = render_text([report], [])
+    assert f"ties: {note}" in text
+    doc = render_json([report], [], gold_set={}, ks=[1, 5], depth=100)  # type: ignore[typeddict-item]
+    assert doc["depth"] == 100
+    ties = doc["retrievers"]["mine"]["ties"]
+    assert ties["all_tied"] == ["h1", "h2"] and ties["gold_tied"] == ["e2"]
+    assert ties["mrr_all_tied"] == pytest.approx(0.625) and ties["note"] == note
+    # scores that order every list and touch no gold passage with a tie: nothing to say
+    clean = {q: [ScoredDoc(g, 1.0) for g in gold] for q, gold in
+             (("h1", ("d2",)), ("h2", ("d5",)), ("e1", ("d1",)), ("e2", ("d3",)))}  # fmt: skip
+    quiet = evaluate_run("mine", questions, clean, [1])
+    assert quiet.all_tied == quiet.gold_tied == () and quiet.tie_note() is None
+    assert "ties:" not in render_text([quiet], [])

@@ -539,3 +539,35 @@ def test_stage_remembers_labels_of_questions_as_asked_with_expected_languages() 
     assert _stage_labels(stage, ["okay"]) == ["es"]
     assert asked[-1] == "okay" and len(asked) == 5
     assert stage.state_snapshot() == {"supported": {}}  # nothing learnt with a gold prior
+
+
+def test_per_language_agreement_on_too_few_rows_says_so_by_the_topic_lines_rule() -> None:
+    """Trial 45 L1: "en 51/51, hi-Latn 2/2, hi 2/2" read as measured while the topic line
+    beside it called the same 2-row languages "too few to measure". The language line takes
+    the same minimum, ``analytics.quality_min_class``. By hand: 12 en rows (all agree),
+    3 hi-Latn (all agree), 2 hi (one read as en): 16 of 17 agree. At the default minimum
+    of 10, hi-Latn and hi are too few; with quality_min_class 3, only hi (2 rows) is."""
+    from service.html import render_replay_html
+    from service.jobs.replay import render_text
+    from service.language.quality import agreement_text, language_agreement
+    from tests.service.html.samples import replay_report
+
+    labels = ["en"] * 12 + ["hi-Latn"] * 3 + ["hi"] * 2
+    detected = ["en"] * 12 + ["hi-Latn"] * 3 + ["hi", "en"]
+    quality = language_agreement(labels, detected).to_json()
+    assert (quality["n"], quality["agree"]) == (17, 16)
+    head = "language id agrees with 16 of 17 labelled gold questions"
+    text = agreement_text(quality)
+    assert text.startswith(head)
+    assert text.endswith("en 12/12, hi-Latn 3/3, hi 1/2 (hi-Latn, hi: fewer than 10 labelled "
+                         "rows, too few to measure language id in); hi → en 1")  # fmt: skip
+    assert "too few" not in agreement_text(quality, min_rows=2)
+    report = replay_report(extras=False)
+    report["analytics"]["language_quality"] = quality
+    report["analytics"]["quality_min_class"] = 3
+    line = next(x for x in render_text(report).splitlines() if head in x)
+    assert line.endswith("hi 1/2 (hi: fewer than 3 labelled rows, too few to measure language "
+                         "id in); hi → en 1")  # fmt: skip
+    assert "(hi: fewer than 3 labelled rows, too few to measure language id in)" in (
+        render_replay_html(report)
+    )

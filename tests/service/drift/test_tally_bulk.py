@@ -65,3 +65,24 @@ def test_add_many_equals_the_rule_one_question_at_a_time() -> None:
         if holders is not None:
             assert list(tally.holders or {}) == list(want[2] or {})
         assert tally.version == len(questions)
+
+
+def test_add_many_in_runs_equals_the_rule_over_many_truncations() -> None:
+    # long groups (a warm-up's summary): runs counted at once between truncations
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(400)]
+    weights = [1 / (i + 1) for i in range(len(words))]  # (Zipf-like: some terms repeat)
+    for case in range(40):
+        size = rng.choice([5, 20, 60])
+        holders: dict[str, int] | None = {} if case % 2 else None
+        questions = [tuple(dict.fromkeys(rng.choices(words, weights, k=rng.randint(0, 7))))
+                     for _ in range(rng.randint(100, 600))]  # fmt: skip
+        tally = _Tally(size)
+        tally.holders = None if holders is None else dict(holders)
+        tally.add_many(questions)
+        want = _one_by_one(size, 0, {}, {}, holders, questions)
+        assert (tally.counts, tally.errors, tally.holders, tally.floor) == want
+        assert list(tally.counts) == list(want[0])
+        assert list(tally.errors) == list(want[1])
+        assert tally.floor > 0  # (it did truncate)
+        assert tally.version == len(questions)

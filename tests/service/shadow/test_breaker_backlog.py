@@ -190,3 +190,35 @@ def test_the_notice_of_a_candidate_that_recovers_stays_true() -> None:
         "called; errors before: http_error 3); breaker now closed again since event e-60 "
         "(2026-11-29T10:01:00+00:00), recovered, opened 2 times" + tail
     ]
+
+
+def test_a_stop_racing_a_replacement_worker_joins_no_unstarted_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The race behind a flaky stop under load ("cannot join thread before it is started"):
+    # the watchdog starts a replacement for an abandoned worker while close() runs. Here
+    # close() runs at the worst moment, inside the replacement's start(): on main the thread
+    # was already in the lane's list, so close() joined it before it started (RuntimeError).
+    retriever = HttpRetriever("http://127.0.0.1:9", name="x", timeout_s=1, retries=0)
+    config = ShadowConfig(
+        max_cpu_share=None,
+        candidates=(CandidateConfig(name="x", timeout_s=1.0, max_concurrency=1,
+                                    queue_size=10, failure_threshold=5, cooldown_s=60),),
+    )  # fmt: skip
+    runner = ShadowRunner(config, {"x": retriever})
+    lane = runner._lanes["x"]
+    with lane.lock:
+        lane.live -= 1  # one worker abandoned (hung): a vacancy for a replacement
+    real_start = threading.Thread.start
+    closed: list[bool] = []
+
+    def start_after_a_close(thread: threading.Thread) -> None:
+        if thread.name.startswith("shadow-x") and not closed:
+            closed.append(runner.close(timeout=0.0))
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_after_a_close)
+    runner._staff(lane)  # the watchdog's step; must not raise
+    monkeypatch.undo()
+    assert len(closed) == 1  # close() ran inside the start, and returned (no raise)
+    runner.close(timeout=1.0)
