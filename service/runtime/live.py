@@ -476,7 +476,12 @@ def build_live(
         # serve's agreement over event time, for the replay's sustained verdict live (a
         # replay's series keeps the same; trial 45 H2)
         trend = (
-            None if replay else AgreementTrend(min_n=max(2, settings.analytics.quality_min_class))
+            None
+            if replay
+            else AgreementTrend(
+                min_n=max(2, settings.analytics.quality_min_class),
+                future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+            )
         )
         shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay,
                                    trend=trend)  # fmt: skip

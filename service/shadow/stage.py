@@ -698,4 +698,4 @@ class ShadowStage:
             if name in self._candidates:
                 self._candidates[name].load(saved)
         if self.trend is not None:
-            self.trend.load(state.get("trend"))
+            self.trend.load(state.get("trend"), candidates=self._candidates)

@@ -26,7 +26,13 @@ power, the same false-alarm level). ``sampled`` in the verdict says the share ke
 
 A live verdict is re-tested every hour, so over the life of a service it is looked at many
 times; each look holds the replay's level, the looks together are not bounded by it
-(consecutive looks share all but an hour of their data).
+(consecutive looks share all but an hour of their data): in steady 3-day streams
+(:mod:`benchmarks.shadow_trend_alarms`) 27 of 400 were beyond noise at some look. So a drop
+*stands* (:func:`stands`: the gauge, the alert, "RBO lower since") only when it reaches the
+latest judged point at :data:`CONFIRM_LOOKS` (3) consecutive looks (1 of those 400 streams);
+a drop that ended before it is shown as past. The live verdict is the replay's on the same
+results while no question is sampled out and no result arrives after its hour was judged;
+results stamped beyond ``future_tolerance_s`` ahead of the clock are not counted.
 
 >>> from datetime import UTC, datetime
 >>> trend = AgreementTrend(bucket_s=3600.0)
@@ -44,18 +50,24 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from service.quality.over_time import AGREEMENT_FIELDS, LEVEL, MIN_N, over_time, question_key
 
-__all__ = ["AgreementTrend", "sustained_line"]
+__all__ = ["AgreementTrend", "CONFIRM_LOOKS", "stands", "sustained_line"]
 
 _VERSION = 1
 _LOG = logging.getLogger("goldwatch")
 #: Key space of the question sample (the first 8 hex digits of a :func:`question_key`).
 _KEY_SPACE = 16**8
+#: Consecutive hourly looks a drop must be beyond noise *and* reach the latest judged point
+#: at before it stands (gauge 1, the alert, "RBO lower since"): the live false-alarm rate
+#: (:mod:`benchmarks.shadow_trend_alarms`: 400 steady 3-day streams) falls from 27 of 400
+#: streams beyond noise at some look to 1 of 400 at 3 (N=2: 7, N=4: 1, N=6: 0).
+CONFIRM_LOOKS = 3
 
 
 class AgreementTrend:
@@ -71,6 +83,13 @@ class AgreementTrend:
         min_n: fewest results a point is drawn on and distinct questions a point (or pairs a
             run) is tested on (>= 2; the replay's ``analytics.quality_min_class``).
         level: the verdict's family-wise false-alarm rate per look, in (0, 1).
+        confirm_looks: consecutive looks a drop reaching the latest judged point must be
+            beyond noise at before it stands (>= 1; :data:`CONFIRM_LOOKS`).
+        clock: wall clock (Unix seconds); a result stamped more than ``future_tolerance_s``
+            ahead of it is not counted (one skewed clock must not open an hour far ahead
+            and stop the hourly re-judging), as the drift windows' future events.
+        future_tolerance_s: seconds a result may be stamped ahead of ``clock``
+            (``analytics.drift.future_tolerance_s``).
 
     Raises:
         ValueError: a bound out of range.
@@ -78,11 +97,17 @@ class AgreementTrend:
 
     def __init__(self, bucket_s: float = 3600.0, max_buckets: int = 500,
                  max_questions: int = 100_000, min_n: int = MIN_N,
-                 level: float = LEVEL) -> None:  # fmt: skip
+                 level: float = LEVEL, confirm_looks: int = CONFIRM_LOOKS,
+                 clock: Callable[[], float] = time.time,
+                 future_tolerance_s: float = 60.0) -> None:  # fmt: skip
         if (bucket_s <= 0 or max_buckets < 2 or max_questions < 1 or min_n < 2
-                or not 0.0 < level < 1.0):  # fmt: skip
+                or not 0.0 < level < 1.0 or confirm_looks < 1):  # fmt: skip
             raise ValueError("need bucket_s > 0, max_buckets >= 2, max_questions >= 1, "
-                             "min_n >= 2 and 0 < level < 1")  # fmt: skip
+                             "min_n >= 2, 0 < level < 1 and confirm_looks >= 1")  # fmt: skip
+        self.confirm_looks = confirm_looks
+        self._clock, self.future_tolerance_s = clock, future_tolerance_s
+        #: results not counted: stamped beyond ``future_tolerance_s`` ahead of the clock
+        self.future = 0
         self._start_bucket_s = self.bucket_s = float(bucket_s)
         self.max_buckets, self.max_questions = max_buckets, max_questions
         self.min_n, self.level = min_n, level
@@ -90,7 +115,7 @@ class AgreementTrend:
         self._buckets: dict[int, dict[str, list[Any]]] = {}
         self._cells: dict[str, int] = {}  # candidate → question cells held
         self._threshold: dict[str, int] = {}  # candidate → keys below it are kept
-        self._latest: int | None = None  # the latest bucket key a result fell in
+        self._latest: int | None = None  # the latest bucket key (current width) a result fell in
         self._dirty = False
         self._verdicts: dict[str, dict[str, Any] | None] = {}
 
@@ -102,6 +127,9 @@ class AgreementTrend:
         bucket later than every bucket before (the verdict was then worked out again, on
         the buckets before it)."""
         if not math.isfinite(timestamp) or (rbo is None and overlap is None):
+            return False
+        if timestamp > self._clock() + self.future_tolerance_s:
+            self.future += 1
             return False
         key = math.floor(timestamp / self.bucket_s)
         opened = self._latest is None or key > self._latest
@@ -123,6 +151,7 @@ class AgreementTrend:
                     self._halve(candidate)
         if overlap is not None:
             _add(sums, (0.0, 0.0, 0.0, 1.0, overlap, overlap * overlap))
+        key = math.floor(timestamp / self.bucket_s)  # _bucket may have doubled the width
         self._latest = key if self._latest is None else max(self._latest, key)
         self._dirty = True
         return opened
@@ -199,8 +228,8 @@ class AgreementTrend:
         before = self._verdicts
         self._verdicts = self._judge(self.series())
         for name, verdict in self._verdicts.items():  # say when a verdict starts or lifts
-            line, was = sustained_line(verdict), sustained_line(before.get(name))
-            if (line is None) != (was is None):
+            line = sustained_line(verdict)
+            if stands(verdict) != stands(before.get(name)):
                 through = _when(verdict["through"]) if verdict and verdict.get("through") else "-"
                 _LOG.warning("shadow candidate %r, data through %s: %s", name, through,
                              line or "no sustained RBO drop stands any more")  # fmt: skip
@@ -220,10 +249,14 @@ class AgreementTrend:
                 verdicts[name] = None
                 continue
             threshold = self._threshold.get(name, _KEY_SPACE)
+            current = bool(run.get("found") and run.get("beyond_noise") and run.get("to_end"))
+            was = self._verdicts.get(name) or {}
+            looks = int(was.get("looks", 0)) + 1 if current else 0
             verdicts[name] = {**run, "bucket_s": track["bucket_s"],
                               "through": (series["buckets"][-1]["start"] + series["bucket_s"]
                                           if series["buckets"] else None),
-                              "sampled": threshold / _KEY_SPACE}  # fmt: skip
+                              "sampled": threshold / _KEY_SPACE,
+                              "looks": looks, "stands": looks >= self.confirm_looks}  # fmt: skip
         return verdicts
 
     def verdicts(self) -> dict[str, dict[str, Any] | None]:
@@ -232,7 +265,10 @@ class AgreementTrend:
         ``p_value``, ``tests``, ``threshold``; when ``found``: ``start``, ``end``,
         ``to_end``, ``points``, ``questions``, ``question_rbo``, ``before_question_rbo``,
         ``test``) with ``bucket_s`` (the point width, s), ``through`` (the end of the data
-        judged, Unix s) and ``sampled`` (the share of questions kept, 1.0: all)."""
+        judged, Unix s), ``sampled`` (the share of questions kept, 1.0: all), ``looks``
+        (consecutive looks the drop was beyond noise and reached the latest judged point)
+        and ``stands`` (``looks >= confirm_looks``: the gauge, the alert, "RBO lower
+        since")."""
         return dict(self._verdicts)
 
     def state(self) -> dict[str, Any]:
@@ -251,27 +287,33 @@ class AgreementTrend:
             "verdicts": self._verdicts,
         }  # fmt: skip
 
-    def load(self, state: Any) -> None:
+    def load(self, state: Any, candidates: Any = None) -> None:
         """Take :meth:`state`'s output (``None``, another version or bucket width: start
-        empty)."""
+        empty). With ``candidates`` (the configured names), another candidate's buckets,
+        sample and verdict are dropped (a removed candidate must not keep its alert). The
+        latest bucket is the newest one held (a saved ``latest`` is not trusted)."""
         if (not isinstance(state, Mapping) or state.get("version") != _VERSION
                 or state.get("start_bucket_s") != self._start_bucket_s):  # fmt: skip
             return
         self.bucket_s = float(state["bucket_s"])
-        self._latest = None if state.get("latest") is None else int(state["latest"])
-        self._threshold = {str(k): int(v) for k, v in (state.get("threshold") or {}).items()}
-        self._buckets = {
+        keep = (lambda name: True) if candidates is None else set(candidates).__contains__
+        self._threshold = {str(k): int(v) for k, v in (state.get("threshold") or {}).items()
+                           if keep(str(k))}  # fmt: skip
+        buckets = {
             int(key): {name: [[float(v) for v in sums],
                               {q: [float(n), float(t)] for q, (n, t) in questions.items()}]
-                       for name, (sums, questions) in bucket.items()}
+                       for name, (sums, questions) in bucket.items() if keep(name)}
             for key, bucket in state.get("buckets", [])
         }  # fmt: skip
+        self._buckets = {key: bucket for key, bucket in buckets.items() if bucket}
+        self._latest = max(self._buckets) if self._buckets else None
         self._cells = {}
         for bucket in self._buckets.values():
             for name, cell in bucket.items():
                 self._cells[name] = self._cells.get(name, 0) + len(cell[1])
-        self._verdicts = dict(state.get("verdicts") or {})
-        self._dirty = False
+        self._verdicts = {name: verdict for name, verdict in (state.get("verdicts") or {}).items()
+                          if keep(name)}  # fmt: skip
+        self._dirty = bool(self._buckets)  # the latest bucket's results were not judged yet
 
 
 def _add(target: list[float], values: Any) -> None:
@@ -288,23 +330,42 @@ def _when(unix_s: float) -> str:
     return datetime.fromtimestamp(unix_s, UTC).strftime("%m-%d %H:%M")
 
 
+def stands(verdict: Mapping[str, Any] | None) -> bool:
+    """Whether a drop stands now: beyond noise, reaching the latest judged point, at
+    :data:`CONFIRM_LOOKS` (the trend's ``confirm_looks``) consecutive looks."""
+    return bool(verdict and verdict.get("found") and verdict.get("beyond_noise")
+                and verdict.get("to_end") and verdict.get("stands"))  # fmt: skip
+
+
 def sustained_line(verdict: Mapping[str, Any] | None) -> str | None:
     """The status page's one line on a candidate's sustained verdict, ``None`` while none
-    stands: ``"RBO lower since 11-24 20:00: 0.602 against 0.638 before, p 1.3e-18 < 0.05/N
-    (paired t-test on per-question mean RBOs, 40 questions)"``.
+    is beyond noise: while it stands (:func:`stands`) ``"RBO lower since 11-24 20:00: 0.602
+    against 0.638 before, p 1.3e-18 < 0.05/N (paired t-test on per-question mean RBOs, 40
+    questions)"``; a drop that ended (recovered) before the latest judged point: ``"RBO was
+    lower from 11-24 20:00 to 11-25 04:00: ..."``; one not yet confirmed: ``None``.
 
-    >>> sustained_line({"found": True, "beyond_noise": True, "start": 1795550400.0,
+    >>> verdict = {"found": True, "beyond_noise": True, "start": 1795550400.0,
+    ...     "end": 1795579200.0, "to_end": True, "stands": True,
     ...     "question_rbo": 0.6021, "before_question_rbo": 0.6381, "p_value": 1.3e-18,
     ...     "threshold": 0.05 / 1000, "tests": 1000, "questions": 40, "sampled": 1.0,
-    ...     "test": "paired t-test on per-question mean RBOs"})[:74]
+    ...     "test": "paired t-test on per-question mean RBOs"}
+    >>> sustained_line(verdict)[:74]
     'RBO lower since 11-24 20:00: 0.602 against 0.638 before, p 1.3e-18 < 0.05/'
+    >>> sustained_line({**verdict, "to_end": False})[:50]
+    'RBO was lower from 11-24 20:00 to 11-25 04:00: 0.6'
     """
     if not verdict or not verdict.get("found") or not verdict.get("beyond_noise"):
+        return None
+    if stands(verdict):
+        when = f"RBO lower since {_when(verdict['start'])}"
+    elif not verdict.get("to_end"):
+        when = f"RBO was lower from {_when(verdict['start'])} to {_when(verdict['end'])}"
+    else:
         return None
     level = verdict["threshold"] * verdict["tests"]
     sampled = verdict.get("sampled", 1.0)
     sample = f", {sampled:.0%} of questions sampled" if sampled < 1.0 else ""
-    return (f"RBO lower since {_when(verdict['start'])}: {verdict['question_rbo']:.3f} "
+    return (f"{when}: {verdict['question_rbo']:.3f} "
             f"against {verdict['before_question_rbo']:.3f} before, p "
             f"{verdict['p_value']:.2g} < {level:g}/{verdict['tests']} ({verdict['test']}, "
             f"{verdict['questions']} questions{sample})")  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
+from service.shadow.trend import stands as trend_stands
 from service.telemetry.conventions import NEAREST_HELP, OTHER, bounded_label
 from service.telemetry.conventions import finite as _finite
 from service.telemetry.conventions import metric_name as _name
@@ -203,10 +204,11 @@ class ShadowMetrics:
         """Mirror candidate ``name``'s sustained verdict on its RBO over event time
         (:meth:`service.shadow.trend.AgreementTrend.verdicts`) into the
         ``goldwatch_shadow_rbo_lower_*`` gauges: 1, the drop (mean RBO before the run minus
-        in it, per question) and the run's start while a drop beyond noise stands; 0, 0, 0
-        otherwise."""
+        in it, per question) and the run's start while a drop stands
+        (:func:`service.shadow.trend.stands`: beyond noise, reaching the latest judged
+        point, at consecutive looks); 0, 0, 0 otherwise (a drop that recovered too)."""
         retriever = self.retriever(name)
-        stands = bool(verdict and verdict.get("found") and verdict.get("beyond_noise"))
+        stands = trend_stands(verdict)  # reaching the latest point, confirmed (trial 45 H2)
         self.rbo_lower.labels(retriever=retriever).set(float(stands))
         effect = since = 0.0
         if stands and verdict is not None:
@@ -346,7 +348,9 @@ def build_shadow_metrics(
                         "production stands lower beyond noise since a point in event time "
                         "than before it (the replay's sustained verdict: paired t-test on "
                         "per-question mean RBOs, Bonferroni over the runs scanned at 0.05; "
-                        "worked out each event-time hour), else 0.", ["retriever"]),
+                        "worked out each event-time hour; the drop reaches the latest hour "
+                        "at 3 consecutive hourly looks), else 0 (a drop that recovered "
+                        "too).", ["retriever"]),
         rbo_lower_effect=gauge("shadow_rbo_lower_effect", "While "
                                "shadow_rbo_lower_sustained is 1: the mean RBO per question "
                                "before the drop minus in it; else 0.", ["retriever"]),

@@ -32,6 +32,7 @@ T0 = 1795478400.0  # 2026-11-24 00:00 UTC
 BEFORE = (0.9, 0.8, 0.7, 0.6)
 DROP = (0.6, 0.5, 0.45, 0.3)
 NOISE = (0.6, 0.9, 0.6, 0.7)
+RECOVER = (0.92, 0.77, 0.71, 0.6)
 
 
 def _p_t3(t: float) -> float:
@@ -146,3 +147,97 @@ def test_bounded_questions_are_sampled_by_key_at_every_point() -> None:
     assert [b["agreement"]["tfidf"]["n"] for b in series["buckets"]] == [40] * 4  # sums whole
     with pytest.raises(ValueError):
         AgreementTrend(max_questions=0)
+
+
+def _hourly(trend: AgreementTrend, levels: list[tuple[float, ...]], first: int = 0) -> None:
+    for hour, level in enumerate(levels, start=first):
+        for q, rbo in enumerate(level):
+            trend.add(T0 + hour * HOUR + 60.0 * q, "tfidf", rbo, None, f"question {q}")
+
+
+def test_the_hourly_look_goes_on_after_the_width_doubles() -> None:
+    """max_buckets 4: hour 4 doubles the width to 2 h (buckets 0-1, 2-3, 4-5), hour 8 to
+    4 h. Each new bucket is still opened: the first result of hour 6 judges the 2-h buckets
+    0-1, 2-3, 4-5 (through hour 6), hour 8's judges 0-1 .. 6-7 (through hour 8). Before the
+    fix the latest key stayed at the old width (4 at 2-h width = hour 8) and no later
+    result opened a bucket."""
+    trend = AgreementTrend(min_n=4, max_buckets=4)
+    _hourly(trend, [BEFORE] * 6)
+    trend.add(T0 + 6 * HOUR, "tfidf", 0.9, None, "question 0")
+    assert trend.bucket_s == 2 * HOUR
+    assert trend.verdicts()["tfidf"]["through"] == T0 + 6 * HOUR
+    _hourly(trend, [BEFORE] * 2, first=6)
+    trend.add(T0 + 8 * HOUR, "tfidf", 0.9, None, "question 0")
+    assert trend.verdicts()["tfidf"]["through"] == T0 + 8 * HOUR
+    state = trend.state()
+    state["latest"] = 10**9  # a wrong checkpointed key is not trusted: taken from the buckets
+    restarted = AgreementTrend(min_n=4, max_buckets=4)
+    restarted.load(state)
+    assert restarted.state()["latest"] == (T0 + 8 * HOUR) // trend.bucket_s
+    assert restarted.add(T0 + 12 * HOUR, "tfidf", 0.9, None, "question 0")  # opens a bucket
+
+
+def test_a_result_stamped_in_the_future_is_not_counted() -> None:
+    """Clock at hour 6, tolerance 60 s: a result a year ahead is not counted and does not
+    stop the hourly looks (hour 5's first result judges hours 0-4)."""
+    trend = AgreementTrend(min_n=4, clock=lambda: T0 + 6 * HOUR, future_tolerance_s=60.0)
+    _hourly(trend, [BEFORE] * 2)
+    assert not trend.add(T0 + 365 * 86400.0, "tfidf", 0.9, None, "question 0")
+    assert trend.future == 1
+    _hourly(trend, [BEFORE] + [DROP] * 2, first=2)
+    trend.add(T0 + 5 * HOUR, "tfidf", 0.5, None, "question 0")
+    assert trend.verdicts()["tfidf"]["through"] == T0 + 5 * HOUR
+    assert len(trend.series()["buckets"]) == 6
+    assert trend.add(T0 + 6 * HOUR + 60.0, "tfidf", 0.5, None, "question 0")  # within 60 s
+
+
+def test_a_drop_stands_only_at_three_consecutive_looks_reaching_the_end() -> None:
+    """Looks at the first results of hours 4, 5 and 6 judge hours 0-3, 0-4, 0-5: the drop
+    from hour 3 reaches the end at each, beyond noise (t -23 on the run from hour 3 alone
+    at the first), so it stands at the third look only."""
+    trend = AgreementTrend(min_n=4)
+    _hourly(trend, [BEFORE] * 3 + [DROP])
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["tfidf"])
+    for hour, looks in ((4, 1), (5, 2), (6, 3)):
+        _hourly(trend, [DROP], first=hour)  # its first result looks at the hours before
+        verdict = trend.verdicts()["tfidf"]
+        assert verdict["beyond_noise"] and verdict["to_end"] and verdict["looks"] == looks
+        assert verdict["stands"] == (looks == 3)
+        assert (sustained_line(verdict) is not None) == (looks == 3)
+        metrics.observe_sustained("tfidf", verdict)
+        assert registry.get_sample_value("goldwatch_shadow_rbo_lower_sustained",
+                                         {"retriever": "tfidf"}) == float(looks == 3)  # fmt: skip
+
+
+def test_a_recovered_drop_is_shown_as_past_and_the_gauge_lifts() -> None:
+    """Hours 0-2 at BEFORE, 3-5 at DROP, 6-11 back at RECOVER and BEFORE in turn: every
+    run of the drop hours (3-5, 4-5, 5) has differences proportional to d against its
+    prefix (t -23, the earliest start wins the tie: 3-5), a run into the recovery does
+    not (RECOVER is not BEFORE), so the drop ends at 06:00 and does not reach hour 11: it
+    no longer stands; the gauge is 0 and the status line says it was lower, 03:00-06:00."""
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["tfidf"])
+    trend = AgreementTrend(min_n=4)
+    _hourly(trend, [BEFORE] * 3 + [DROP] * 3 + [RECOVER, BEFORE] * 3)
+    trend.close_input()
+    verdict = trend.verdicts()["tfidf"]
+    assert verdict["found"] and verdict["beyond_noise"] and not verdict["to_end"]
+    assert not verdict["stands"]
+    metrics.observe_shadow({"sustained": trend.verdicts()})
+    assert registry.get_sample_value("goldwatch_shadow_rbo_lower_sustained",
+                                     {"retriever": "tfidf"}) == 0.0  # fmt: skip
+    line = sustained_line(verdict)
+    assert line is not None
+    assert line.startswith("RBO was lower from 11-24 03:00 to 11-24 06:00: 0.463")
+
+
+def test_a_removed_candidate_is_dropped_on_restore() -> None:
+    old = AgreementTrend(min_n=4)
+    _hourly(old, [BEFORE] * 3 + [DROP] * 3)
+    old.close_input()
+    assert old.verdicts()["tfidf"]["beyond_noise"]
+    restarted = AgreementTrend(min_n=4)
+    restarted.load(old.state(), candidates=["bm25"])
+    assert restarted.verdicts() == {} and restarted.series()["buckets"] == []
+    assert restarted.state()["threshold"] == {} and restarted.state()["latest"] is None
