@@ -241,3 +241,22 @@ def test_a_removed_candidate_is_dropped_on_restore() -> None:
     restarted.load(old.state(), candidates=["bm25"])
     assert restarted.verdicts() == {} and restarted.series()["buckets"] == []
     assert restarted.state()["threshold"] == {} and restarted.state()["latest"] is None
+
+
+def test_the_shadow_stage_restores_only_its_configured_candidates() -> None:
+    """ShadowStage.restore hands its candidates to the trend: a checkpoint holding a removed
+    candidate's standing drop restores without it."""
+    from service.shadow.runner import CandidateConfig, ShadowConfig, ShadowRunner
+    from service.shadow.stage import ShadowStage
+    from tests.service.shadow.shadow_fakes import Fixed
+
+    old = AgreementTrend(min_n=4)
+    _hourly(old, [BEFORE] * 3 + [DROP] * 3)
+    old.close_input()
+    config = ShadowConfig(max_cpu_share=None, candidates=(CandidateConfig(name="same"),))
+    stage = ShadowStage(ShadowRunner(config, {"same": Fixed()}, backpressure=True),
+                        synchronous=True, trend=AgreementTrend(min_n=4))  # fmt: skip
+    state = stage.state_snapshot()
+    state["trend"] = old.state()
+    stage.restore(state)
+    assert stage.trend is not None and stage.trend.verdicts() == {}
