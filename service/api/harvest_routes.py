@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import TokenDep, TokenFirstRoute
@@ -108,13 +108,19 @@ class AcceptBody(BaseModel):
     kind: Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
     #: The question as it goes into the gold set, when the labeller rewords the suggestion's
     #: (to take out a name or other personal data the scrubber missed, or fix a typo);
-    #: scrubbed again. ``None``: the suggestion's scrubbed text.
+    #: scrubbed again. ``None``: the suggestion's scrubbed text. One that differs from every
+    #: wording users asked makes the row ``"source": "written"``, ``"reworded": true``.
     question: _Question | None = None
     topic: _Label | None = None
     language: _Language | None = None
     role: _Label | None = None
     answer_contains: list[_Needle] | None = Field(default=None, min_length=1, max_length=20)
     reference_answer: _Answer | None = None
+    #: With a reworded ``question`` (one that differs from every wording users asked, so
+    #: the row's ``source`` is ``written`` and it is marked ``reworded``): also write the
+    #: wording shown, scrubbed, as the row's ``asked``. Off by default: a rewording may take
+    #: out personal data the scrubber missed. Ignored without a rewording.
+    keep_asked: StrictBool = False
 
     def labels(self) -> dict[str, Any]:
         """The labels sent (``None`` ones left out), keyed as gold-set row fields."""
@@ -249,8 +255,9 @@ async def accept_candidate(
         ))  # fmt: skip
     try:  # never cancelled once started: a decision that was kept is answered with 200
         return await run_in_threadpool(
-            labelling.accept, candidate_id, body.gold, body.kind, body.labels(), deadline
-        )
+            labelling.accept, candidate_id, body.gold, body.kind, body.labels(), deadline,
+            keep_asked=body.keep_asked,
+        )  # fmt: skip
     except LabellingError as exc:
         raise _error(exc) from None
     finally:

@@ -256,7 +256,10 @@ class DriftReport(TypedDict):
     windows, ``known_miss``: the rate at which production's top k misses the gold passages
     of a known question, 1 - live hit rate@k, on the same windows, and ``terms`` unless
     ``analytics.drift.terms`` is off),
-    ``suppressed_dimensions`` ``{dimension: why it raises no alarm}``, the ``alarms``
+    ``suppressed_dimensions`` ``{dimension: why it raises no alarm}`` (a whole dimension:
+    ``"out_of_scope"``; a category or confound of one, ``"topic (novel share)"``, ``"topic
+    (while language drifts in hi)"``: why it opens no alarm, an alarm already open staying
+    open, held, and named in the reason), the ``alarms``
     history (the latest state changes of each comparison, oldest first; an entry with
     ``widened`` is no state change: a language or topic comparison already in drift named
     those categories rising since it opened; one with ``tested_state`` is a drift kept quiet

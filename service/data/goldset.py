@@ -12,7 +12,9 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
 * ``kind`` defaults to ``"unanswerable"`` when ``gold`` is empty, ``"plain"`` otherwise; an
   explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
-* ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored.
+* ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored
+  (among them ``reworded`` and ``asked``, which an accept with a reworded question writes
+  beside ``"source": "written"``: :func:`service.harvest.labelling.is_reworded`).
 * A row of ``goldwatch candidates export`` still ``"status": "suggested"`` without a ``kind``
   is refused: nobody labelled it, and its ``gold: []`` would make it unanswerable.
 * ``harvest_id`` (written by an accept: the harvested suggestion's id) marks a row the

@@ -203,7 +203,9 @@ class HarvestConfig(BaseModel):
             on ``python -m benchmarks.bench_harvest --stream mixed`` (high novelty) the
             stage costs 19.9 µs/event against 12.3 with trigrams only, same run.
         num_perm: MinHash permutations of the LSH index.
-        max_variants: scrubbed wordings kept per suggestion.
+        max_variants: scrubbed wordings kept per suggestion, in the order first asked (told
+            apart with their personal-data placeholders); when all kept hold a placeholder,
+            one more without any is kept past the bound, so that the suggestion can show it.
         pool_k: passages pooled per retriever (top k of production and of each candidate).
         max_pool: most passages kept in one suggestion's pool.
         max_suggestions: suggestions held; beyond, the lowest-priority ones are evicted

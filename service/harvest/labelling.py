@@ -10,8 +10,10 @@
   file as it is now), the scrubbed question — or the labeller's rewording of it
   (``question``, scrubbed again: to take out personal data the scrubber missed, such as a
   name nobody introduced, or to fix a typo; the suggestion's own text is then not kept in
-  the row) —, the labeller's gold passage ids and kind,
-  ``source`` (``real`` unless the suggestion was a generated question), the labels the
+  the row unless ``keep_asked``) —, the labeller's gold passage ids and kind,
+  ``source`` (``real`` unless the suggestion was a generated question; ``written`` for a
+  rewording that differs from every wording users asked, :func:`is_reworded`, with
+  ``"reworded": true`` and, with ``keep_asked``, the shown wording as ``asked``), the labels the
   labeller set or confirmed (:data:`LABEL_FIELDS`: ``topic``, ``language``, ``role``,
   ``answer_contains``, ``reference_answer``; only those sent), ``suggested`` (provenance:
   what goldwatch guessed and the labeller did not confirm — the classifier's ``language``
@@ -73,6 +75,7 @@ import os
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +118,10 @@ __all__ = [
     "clip_reason",
     "duplicated_gold_row",
     "fresh_gold_id",
+    "asked_wordings",
+    "is_reworded",
     "placeholder_warning",
+    "reworded_warning",
 ]
 
 log = logging.getLogger(__name__)
@@ -195,7 +201,8 @@ class CandidateItem(TypedDict):
     undecided), ``reasons`` (heaviest first), ``reason_counts`` ``{reason: events}`` in
     that order and the ``pool`` as :class:`PoolRow` (found by more retrievers first, then
     best rank, then id). From typing_extensions: the API serves it (pydantic needs that on
-    Python < 3.12)."""
+    Python < 3.12). ``wording_note`` (after ``primary_reason``, only when the ``question``
+    shown is not the first wording asked) says which wording it is and why."""
 
     id: str
     question: str
@@ -209,6 +216,7 @@ class CandidateItem(TypedDict):
     trace_id: str | None
     priority: float
     primary_reason: str | None
+    wording_note: NotRequired[str]  # only when the question shown is not the first asked
     suggested: dict[str, str]
     status: str
     decision: Decision | None
@@ -558,10 +566,14 @@ class Labelling:
         kind: str,
         labels: Mapping[str, Any] | None = None,
         deadline: float | None = None,
+        *,
+        keep_asked: bool = False,
     ) -> Decision:
         """Append the suggestion to the gold set and keep the decision; return the decision
         ``{"status": "accepted", "gold_id", "gold", "kind", "decided_at"}`` plus the
-        ``labels`` written.
+        ``labels`` written, and for a reworded question (a ``question`` label that differs
+        from every wording users asked: :func:`is_reworded`) ``"source": "written"`` and
+        ``"reworded": true`` as in the row, with a warning saying so in the answer.
 
         ``labels`` holds what the labeller set or confirmed, keys of :data:`LABEL_FIELDS`
         (``answer_contains`` a list of strings, the others strings; ``None`` values are
@@ -572,6 +584,11 @@ class Labelling:
         lock; the HTTP route sets it from the request's arrival, so the time queued behind
         other accepts and the time waiting for the lock share ``config.gold_lock_timeout_s``.
         Default: ``config.gold_lock_timeout_s`` from now.
+
+        ``keep_asked``: also write the shown wording the labeller reworded (scrubbed) as the
+        row's ``asked``; only with a reworded question (otherwise nothing was changed and the
+        row's ``question`` is that wording). Off by default: a rewording may take out
+        personal data the scrubber missed, which ``asked`` would put back.
 
         Raises:
             CandidateNotFound, AlreadyDecided, LabellingError: see the class docstrings
@@ -606,7 +623,8 @@ class Labelling:
                     f"the decision cannot be kept ({exc}); nothing was written, retry the accept"
                 ) from None
             try:
-                gold_row, question = self._append(row, list(gold), kind, confirmed, deadline)
+                gold_row, question = self._append(row, list(gold), kind, confirmed, deadline,
+                                                  keep_asked)  # fmt: skip
             except MaybeWritten as exc:  # the row may be in the file: kept held, so the
                 # retry reuses it or a reject's settle finds it
                 message = (f"gold-set file {self.gold_path} failed after the row may have "
@@ -636,6 +654,8 @@ class Labelling:
                 "status": "accepted", "gold_id": question.id, "gold": list(question.gold),
                 "kind": question.kind, "labels": confirmed, "decided_at": self.clock(),
             }  # fmt: skip
+            if gold_row.get("reworded") is True:  # the row in the file says so
+                decision = {**decision, "source": str(gold_row.get("source")), "reworded": True}
             try:  # with the record read: a checkpoint may have swept it since
                 self.repository.decide(candidate_id, decision, row)
             except StateError as exc:  # not kept; held, so the record stays (no sweep
@@ -647,9 +667,13 @@ class Labelling:
                 ) from None
         self._decided(candidate_id, row)
         self._accepted(question)
+        warnings = [reworded_warning(candidate_id, "asked" in gold_row)] if decision.get(
+            "reworded") else []  # fmt: skip
         warning = placeholder_warning(question.question)
-        if warning is not None:  # in the answer only: the decision kept is unchanged
-            decision = {**decision, "warnings": [warning]}
+        if warning is not None:
+            warnings.append(warning)
+        if warnings:  # in the answer only: the decision kept is unchanged
+            decision = {**decision, "warnings": warnings}
         return decision
 
     def reject(self, candidate_id: str, reason: str) -> Decision:
@@ -745,6 +769,9 @@ class Labelling:
                     "status": "accepted", "gold_id": question.id, "gold": list(question.gold),
                     "kind": question.kind, "labels": labels, "decided_at": self.clock(),
                 }  # fmt: skip
+                if parsed.get("reworded") is True:
+                    decision = {**decision, "source": str(parsed.get("source")),
+                                "reworded": True}  # fmt: skip
                 self.repository.decide(candidate_id, decision, row)
                 return question
         return None
@@ -765,6 +792,7 @@ class Labelling:
         kind: str,
         labels: Mapping[str, Any],
         deadline: float,
+        keep_asked: bool = False,
     ) -> tuple[dict[str, Any], GoldQuestion]:
         """Append the gold row under an exclusive ``flock`` of the file, waited for until
         ``deadline`` (``time.monotonic()``); the append is whole or cut off again
@@ -813,7 +841,7 @@ class Labelling:
             if problem is not None:
                 raise GoldFileBroken(problem)
             gold_id = fresh_gold_id(self._known_ids | set(existing))
-            gold_row = _gold_row(gold_id, row, gold, kind, labels)
+            gold_row = _gold_row(gold_id, row, gold, kind, labels, keep_asked)
             duplicated = duplicated_gold_row(gold_row["question"], existing.values(),
                                              self.config.similarity,
                                              gold_row.get("role"))  # fmt: skip
@@ -968,14 +996,99 @@ def _confirmed(labels: Mapping[str, Any] | None) -> dict[str, Any]:
     return {name: out[name] for name in LABEL_FIELDS if name in out}
 
 
+def asked_wordings(row: Mapping[str, Any]) -> set[str]:
+    """The wordings users asked of a suggestion record as harvest tells wordings apart: its
+    shown ``question`` and its ``variants`` (a record kept by an older version may have none),
+    scrubbed as a gold row's question is, in their
+    :func:`wording_form` (case, spacing and end marks aside; every other sign counts).
+
+    >>> sorted(asked_wordings({"question": "Who won?", "variants": ["mail a@b.co. Who won?"]}))
+    ['mail <email>. who won', 'who won']
+    """
+    texts = [row["question"], *(v for v in row.get("variants") or () if isinstance(v, str))]
+    return {wording_form(scrub(text).text) for text in texts}
+
+
+#: What may end or open a wording without changing it (ASCII and full-width).
+_EDGE_MARKS = "?!.,;:…？！。，；：、 \t\n"
+
+
+def wording_form(text: str) -> str:
+    """``text`` with only cosmetic differences taken out, for telling a labeller's rewording
+    from a wording users asked: Unicode NFKC, case folded, runs of whitespace as one space,
+    and ``?!.,;:…`` (and their full-width forms) at either end dropped. Every other sign
+    counts — ``€``/``$``, ``<``/``>``, ``C++``/``C``, ``5%``/``5`` and a placeholder
+    ``<NAME>`` against the bare word differ (not harvest's ``comparison_form``, which folds
+    every sign to a space).
+
+    >>> wording_form("  Hostel fee refund kab milega?? ")
+    'hostel fee refund kab milega'
+    >>> wording_form("Can I exchange 100€ to USD?") == wording_form("Can I exchange 100$ to USD?")
+    False
+    """
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return folded.strip(_EDGE_MARKS)
+
+
+def is_reworded(question: str, row: Mapping[str, Any]) -> bool:
+    """Whether ``question`` (a ``question`` label, scrubbed) differs from every wording users
+    asked of the suggestion record ``row`` (:func:`asked_wordings`): a labeller's text, not a
+    user's.
+
+    >>> row = {"question": "Can exchanged be made to EUR?", "variants": []}
+    >>> is_reworded("Can I exchange my money to EUR?", row)
+    True
+    >>> is_reworded("can exchanged be made to EUR", row)  # case and end marks aside
+    False
+    >>> is_reworded("Can exchanged be made to USD?", row)
+    True
+    """
+    return wording_form(question) not in asked_wordings(row)
+
+
+def reworded_warning(candidate_id: str, asked_kept: bool) -> str:
+    """The accept's warning for a reworded question (the row's ``source`` is ``written``).
+
+    >>> print(reworded_warning("c-1", False))  # doctest: +NORMALIZE_WHITESPACE
+    the question was reworded: it differs from every wording users asked, so the row's
+    source is "written" (eval reports it with the written questions, not the real ones) and
+    it is marked "reworded"; the wording asked is not in the row (a rewording may take out
+    personal data the scrubber missed): it stays with suggestion c-1 (GET
+    /v1/gold-candidates/c-1); accept with "keep_asked": true to write it as "asked"
+    """
+    where = ("the wording asked is in the row as \"asked\" (scrubbed)" if asked_kept else
+             f"the wording asked is not in the row (a rewording may take out personal data "
+             f"the scrubber missed): it stays with suggestion {candidate_id} (GET "
+             f"/v1/gold-candidates/{candidate_id}); accept with \"keep_asked\": true to "
+             f"write it as \"asked\"")  # fmt: skip
+    return ("the question was reworded: it differs from every wording users asked, so the "
+            "row's source is \"written\" (eval reports it with the written questions, not the "
+            f"real ones) and it is marked \"reworded\"; {where}")  # fmt: skip
+
+
 def _gold_row(
-    gold_id: str, row: Mapping[str, Any], gold: list[str], kind: str, labels: Mapping[str, Any]
+    gold_id: str,
+    row: Mapping[str, Any],
+    gold: list[str],
+    kind: str,
+    labels: Mapping[str, Any],
+    keep_asked: bool = False,
 ) -> dict[str, Any]:
     """The gold-set row of an accepted suggestion: the labeller's labels as fields, the
-    unconfirmed guesses under ``suggested`` (module docstring)."""
+    unconfirmed guesses under ``suggested`` (module docstring). A ``question`` label that
+    differs from every wording users asked (:func:`is_reworded`) makes the row
+    ``"source": "written"`` — the text eval retrieves with is the labeller's, not a user's —
+    with ``"reworded": true``, and with ``keep_asked`` the shown wording (scrubbed) as
+    ``asked``; a ``question`` label equal to an asked wording changes nothing else."""
+    asked = scrub(row["question"]).text
     source = "generated" if row.get("source") == "generated" else "real"
-    out: dict[str, Any] = {"id": gold_id, "question": scrub(row["question"]).text,
-                           "gold": gold, "kind": kind, "source": source, **labels}  # fmt: skip
+    reworded = "question" in labels and is_reworded(labels["question"], row)
+    out: dict[str, Any] = {"id": gold_id, "question": asked, "gold": gold, "kind": kind,
+                           "source": "written" if reworded else source, **labels}  # fmt: skip
+    if reworded:
+        out["reworded"] = True
+        if keep_asked:
+            out["asked"] = asked
     guesses = {name: row[name] for name in GUESSED_FIELDS
                if row.get(name) and name not in labels
                and not (name == "topic" and row[name] == "novel")}  # fmt: skip

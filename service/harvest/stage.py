@@ -1433,6 +1433,12 @@ class HarvestStage:
         self._early = {}
         self._known_events = OrderedDict()
         self._dirty = {sid for sid in snapshot.get("dirty", []) if sid in suggestions}
+        # a record kept before the shown wording was chosen, rebuilt with its clean wording
+        # (Suggestion.from_json): published again, so the list and an accept read that one
+        self._dirty.update(
+            s.id for s in rows
+            if s.question != (full[s.id] if s.id in full else stored[s.id]).get("question")
+        )  # fmt: skip
         self._stale = {sid for sid in full if sid in suggestions}
         self._held = {sid for sid in stored if sid in suggestions}
         self._committed, self._taken = set(self._held), None

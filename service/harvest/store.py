@@ -70,7 +70,7 @@ from typing_extensions import TypedDict
 
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import primary_reason, priority
-from service.harvest.suggestion import Suggestion, SuggestionJson
+from service.harvest.suggestion import Suggestion, SuggestionJson, wording_note
 from service.state import Guard, JsonText, StateStore, Sweep
 
 __all__ = [
@@ -113,10 +113,13 @@ class SuggestionRecord(SuggestionJson):
     ``variants``, the ``pool`` ``{passage id: {retriever: best rank (1-based)}}``, the
     coverage ``gap`` (≥ 0) with its ``gap_dimension`` (``"language"`` or ``"topic"``, ``None``
     without a gap) and the first ``trace_id`` — then ``priority`` (float ≥ 0, 6 decimals) and
-    ``primary_reason``."""
+    ``primary_reason``; and ``wording_note`` only when the ``question`` shown is not the first
+    wording asked (:func:`~service.harvest.suggestion.wording_note`: which it is, and the
+    placeholders the earlier ones hold)."""
 
     priority: float
     primary_reason: str | None
+    wording_note: NotRequired[str]
 
 
 class GapSuggestions(TypedDict):
@@ -137,7 +140,9 @@ class GapSuggestions(TypedDict):
 class Decision(TypedDict):
     """A labelling decision: ``status`` and ``decided_at`` (RFC 3339, UTC); an accept adds
     ``gold_id``, the ``gold`` passage ids, ``kind`` and the ``labels`` written; a reject
-    adds its scrubbed ``reason`` (≤ 500 characters). Keys in the order
+    adds its scrubbed ``reason`` (≤ 500 characters). An accept whose ``question`` label
+    differs from every wording users asked adds ``"source": "written"`` and
+    ``"reworded": true``, as its gold row has them. Keys in the order
     :class:`~service.harvest.labelling.Labelling` writes them. ``warnings`` (an accept's
     answer only, never kept): what the reviewer should know of the row written
     (:func:`~service.harvest.labelling.placeholder_warning`)."""
@@ -149,6 +154,8 @@ class Decision(TypedDict):
     labels: NotRequired[dict[str, Any]]
     reason: NotRequired[str]
     decided_at: str
+    source: NotRequired[str]
+    reworded: NotRequired[bool]
     warnings: NotRequired[list[str]]
 
 
@@ -157,6 +164,9 @@ def record(suggestion: Suggestion, config: HarvestConfig) -> SuggestionRecord:
     row = cast(SuggestionRecord, suggestion.to_json())  # a new dictionary: completed here
     row["priority"] = round(priority(suggestion, config), 6)
     row["primary_reason"] = primary_reason(suggestion, config)
+    note = wording_note(suggestion.question, suggestion.variants)
+    if note is not None:
+        row["wording_note"] = note
     return row
 
 
@@ -172,6 +182,10 @@ def record_text(suggestion: Suggestion, config: HarvestConfig) -> str:
     row = cast(dict[str, Any], s.to_json(shared=True))  # encoded below, then dropped
     row["priority"] = rank
     row["primary_reason"] = primary_reason(s, config)
+    if s.variants and s.question is not s.variants[0]:  # (the usual case: the same object)
+        note = wording_note(s.question, s.variants)
+        if note is not None:
+            row["wording_note"] = note
     # its only floats are gap and priority: when both are in the range msgspec writes as
     # json does, encoded at once (record_json would look at every value for floats)
     gap = s.gap

@@ -3,9 +3,13 @@
 A :class:`Suggestion` is built from :class:`Occurrence` records (one per selected event, or per
 disagreeing shadow result) and keeps, bounded:
 
-* ``question`` — the first wording seen (already scrubbed; control characters other than tab
-  and newline, and bidirectional controls, taken out), its ``normalised`` form and
-  ``id`` (:func:`service.harvest.text.candidate_id` of it, stable across replicas);
+* ``question`` — the wording shown and accepted by default: the first wording seen without a
+  personal-data placeholder (``<EMAIL>``, ``<NAME>`` …: text a scrub replaced), else the
+  first wording seen (:func:`chosen_wording`; already scrubbed; control characters other
+  than tab and newline, and bidirectional controls, taken out). Its ``normalised`` form (of
+  the first wording seen, without placeholders and contact clauses:
+  :func:`service.text.subject.subject`) and ``id``
+  (:func:`service.harvest.text.candidate_id` of it, stable across replicas) never change;
 * ``count`` — distinct events merged in; ``first_seen``/``last_seen`` (RFC 3339 UTC, event
   time); ``events`` — the last :data:`RECENT_EVENTS` event ids (an event id seen again is not
   counted twice);
@@ -13,10 +17,14 @@ disagreeing shadow result) and keeps, bounded:
   whether it came with the event or with a shadow result before or after it (the harvest
   stage passes an event's later evidence as a non-counting occurrence carrying only the
   reasons not yet counted for that event);
-* ``variants`` — up to ``max_variants`` distinct wordings, scrubbed again with
-  :func:`service.pii.scrub` before they are kept (as ``question`` is), unless the occurrence
-  says its scrub found nothing in it (``Occurrence.scrubbed``: the text is then what a scrub
-  of it gives, so it is kept as it is);
+* ``variants`` — up to ``max_variants`` distinct wordings in the order first asked, scrubbed
+  again with :func:`service.pii.scrub` before they are kept (as ``question`` is), unless the
+  occurrence says its scrub found nothing in it (``Occurrence.scrubbed``: the text is then
+  what a scrub of it gives, so it is kept as it is). Wordings are told apart by their
+  :func:`~service.harvest.text.comparison_form` with their placeholders (``My email is
+  <EMAIL>. Who won?`` and ``Who won?`` are two wordings, though one suggestion). When every
+  kept wording holds a placeholder, one more wording without any is kept past the bound (at
+  most ``max_variants + 1``), so that a clean wording asked later can be shown;
 * ``pool`` — ``{passage id: {retriever: best rank}}`` from the top ``pool_k`` of production
   and of every shadow candidate, at most ``max_pool`` passages (first come first kept);
 * ``language``, ``topic``, ``role``, ``source`` (``real`` or ``generated``) of the first
@@ -43,8 +51,10 @@ from typing_extensions import TypedDict
 
 from service.harvest.text import comparison_form, strip_controls
 from service.pii.scrub import scrub
+from service.records import PLACEHOLDERS
+from service.text.subject import has_placeholder
 
-__all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion"]
+__all__ = ["RECENT_EVENTS", "Occurrence", "Suggestion", "chosen_wording", "wording_note"]
 
 #: Event ids remembered per suggestion to ignore a redelivered event.
 RECENT_EVENTS = 8
@@ -171,6 +181,65 @@ def _shown(wording: str) -> str:
     return strip_controls(wording, keep="\t\n")
 
 
+def chosen_wording(variants: Sequence[str]) -> int:
+    """The index in ``variants`` (a suggestion's wordings, scrubbed, in the order first
+    asked) of the wording a suggestion shows and an accept writes by default: the first
+    without a personal-data placeholder (:func:`~service.text.subject.has_placeholder`);
+    when all hold one (or there are none), 0. Ties go to the earliest asked: the same
+    wordings in the same order give the same choice.
+
+    >>> chosen_wording(["My email is <EMAIL>. Who won?", "Who won?", "who won"])
+    1
+    >>> chosen_wording(["Call <NAME>", "Ask <NAME>"]), chosen_wording([])
+    (0, 0)
+    """
+    for index, wording in enumerate(variants):
+        if not has_placeholder(wording):
+            return index
+    return 0
+
+
+def wording_note(question: str, variants: Sequence[str]) -> str | None:
+    """Why ``question`` is shown when it is not the first wording asked (``variants[0]``):
+    which wording it is and what the earlier ones hold; ``None`` when it is the first (or
+    not among ``variants``: a record kept by an older version). Placeholders are named,
+    never what they replaced.
+
+    >>> print(wording_note("Who won?", ["My email is <EMAIL>. Who won?", "Who won?"]))
+    shown: wording 2 of 2, the first asked without personal-data placeholders (wording 1 \
+holds <EMAIL>)
+    >>> print(wording_note("call my name", ["call me <NAME>", "just call me <NAME>",
+    ...                                      "you can call me <NAME>", "call my name"]))
+    shown: wording 4 of 4, the first asked without personal-data placeholders (wordings 1, \
+2, 3 hold <NAME>)
+    >>> wording_note("Who won?", ["Who won?", "My email is <EMAIL>. Who won?"]) is None
+    True
+    """
+    if not variants or question == variants[0] or question not in variants:
+        return None
+    index = variants.index(question)
+    groups: dict[str, list[str]] = {}  # the placeholders held -> the wordings holding them
+    for i in range(index):
+        groups.setdefault(", ".join(placeholders(variants[i])), []).append(str(i + 1))
+    held = "; ".join(
+        f"wording {n[0]} holds {found}" if len(n) == 1 else f"wordings {', '.join(n)} hold {found}"
+        for found, n in groups.items()
+    )
+    return (f"shown: wording {index + 1} of {len(variants)}, the first asked without "
+            f"personal-data placeholders ({held})")  # fmt: skip
+
+
+def placeholders(text: str) -> list[str]:
+    """The personal-data placeholders ``text`` holds, each once, in
+    :data:`service.records.PLACEHOLDERS` order (as
+    :func:`~service.harvest.labelling.placeholder_warning` names them).
+
+    >>> placeholders("My name is <NAME>, mail <EMAIL> or <NAME>?")
+    ['<EMAIL>', '<NAME>']
+    """
+    return [p for p in PLACEHOLDERS.values() if p in text] if "<" in text else []
+
+
 class SuggestionJson(TypedDict):
     """:meth:`Suggestion.to_json`: every field, JSON-able, in field order (``events`` and
     ``variants`` as lists; ``pool`` ``{passage id: {retriever: best rank}}``). From
@@ -228,6 +297,8 @@ class Suggestion:
         self._pooled: dict[str, tuple[str, ...]] = {}
         # the wording start() scrubbed into ``question`` (its first variant: scrubbed once)
         self._started_from: str | None = None
+        # ...and that wording as shown (scrubbed): ``question`` may later move to a clean one
+        self._started_shown: str | None = None
 
     @classmethod
     def start(cls, suggestion_id: str, occurrence: Occurrence) -> Suggestion:
@@ -244,6 +315,7 @@ class Suggestion:
             trace_id=occurrence.trace_id,
         )
         suggestion._started_from = occurrence.question
+        suggestion._started_shown = suggestion.question
         return suggestion
 
     @classmethod
@@ -284,6 +356,7 @@ class Suggestion:
             gap if gap >= 0.0 else 0.0, dimension, occurrence.trace_id,
         )  # fmt: skip
         suggestion._started_from = wording
+        suggestion._started_shown = question
         pooled = suggestion._pooled
         for retriever, ranking in occurrence.rankings.items():
             top = tuple(ranking[:pool_k])
@@ -324,16 +397,28 @@ class Suggestion:
         self.events = (*self.events, occurrence.event_id)[-RECENT_EVENTS:]
         if self.trace_id is None:
             self.trace_id = occurrence.trace_id
-        text = occurrence.normalised
-        # the first variant is the representative's wording: the same text needs no look
-        if (len(self.variants) < max_variants and not (self.variants and text == self.normalised)
-                and text not in {_normalised(v) for v in self.variants}):  # fmt: skip
-            wording = occurrence.question
-            if wording == self._started_from:
-                kept = self.question
-            else:
-                kept = _shown(wording if occurrence.scrubbed else scrub(wording).text)
-            self.variants = (*self.variants, kept)
+        wording = occurrence.question
+        # room for another wording: below the bound, or one clean wording past it while the
+        # shown wording (clean whenever a kept one is) holds a placeholder
+        if len(self.variants) >= max_variants and not (
+                len(self.variants) == max_variants and has_placeholder(self.question)
+                and not has_placeholder(wording)):  # fmt: skip
+            return
+        clean = not has_placeholder(wording)
+        # a clean wording's normalised form is its comparison form (subject() keeps a text
+        # without placeholders as it is); one with placeholders is told apart with them
+        key = occurrence.normalised if clean else _normalised(wording)
+        if self.variants and key == _normalised(self.variants[0]):  # the usual repeat
+            return
+        if key in {_normalised(v) for v in self.variants}:
+            return
+        if wording == self._started_from and self._started_shown is not None:
+            kept = self._started_shown  # start() then add(): scrubbed once, by start()
+        else:
+            kept = _shown(wording if occurrence.scrubbed else scrub(wording).text)
+        self.variants = (*self.variants, kept)
+        if has_placeholder(self.question) and not has_placeholder(kept):
+            self.question = kept  # chosen_wording(variants): the first clean one
 
     def _pool(self, retriever: str, ranking: Sequence[str], max_pool: int) -> tuple[str, ...]:
         """Pool ``ranking`` (passage ids, best first) of ``retriever``; return it as pooled,
@@ -397,7 +482,10 @@ class Suggestion:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Suggestion:
-        """Rebuild from :meth:`to_json` output.
+        """Rebuild from :meth:`to_json` output. A ``question`` with a placeholder while a
+        variant has none (a record kept by a version before :func:`chosen_wording`) is
+        replaced by the chosen variant; :meth:`to_json` output of this version is rebuilt
+        as it was.
 
         Raises:
             KeyError, TypeError: ``data`` lacks ``id``, ``question`` or ``normalised``.
@@ -405,6 +493,11 @@ class Suggestion:
         suggestion = cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
         suggestion.events = tuple(suggestion.events)
         suggestion.variants = tuple(suggestion.variants)
+        if has_placeholder(suggestion.question) and suggestion.variants:
+            # a record kept before the shown wording was chosen: the same rule now
+            chosen = suggestion.variants[chosen_wording(suggestion.variants)]
+            if not has_placeholder(chosen):
+                suggestion.question = chosen
         return suggestion
 
     @classmethod

@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.drift.stage import adjusted_note, language_moves, rate_moves
+from service.drift.stage import adjusted_note, language_moves, rate_moves, silenced_verb
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
 from service.refusals.scope import windows_count
@@ -99,7 +99,7 @@ def drift_section(
         parts += [para(found["text"], "warn" if found.get("cannot_alarm") else "muted")
                   for found in detectable]  # fmt: skip
     parts += [
-        para(f"{dim}: raises no alarm — {why}", "warn")
+        para(f"{dim}: {silenced_verb(dim)} — {why}", "warn")
         for dim, why in sorted((drift.get("suppressed_dimensions") or {}).items())
     ]
     if held:

@@ -28,7 +28,7 @@ from service.html.extras import find_extra, gold_run_text, suggestion_rows
 from service.html.page import badge, document, esc, num, para, pct, section, table
 from service.html.replay_page import analytics_sections, notices
 from service.quality.by_group import lowest_group_text
-from service.quality.by_language import rate_text
+from service.quality.by_language import flag_agreement_brief, rate_text
 from service.refusals.recall import recall_lines
 from service.refusals.scope import windows_count
 from service.shadow.trend import sustained_line
@@ -145,17 +145,7 @@ def moved_section(
             rows.append([_link("refusals", "refusals"),
                          lower_bound_lines(refusals, state)])  # fmt: skip
         else:
-            rows.append([_link("refusals", "refusals"),
-                         f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers "
-                         f"refused; {refusals.get('method', 'no answers yet')}; "
-                         + f"refusal drift: {state}"
-                         + (f"; by language: {rate_text(refusals['by_language'])}"
-                            if refusals.get("by_language") else "")
-                         + (f"; {refusals['against_flag_text']}"
-                            if refusals.get("against_flag_text") else "")
-                         + (f"; {(refusals.get('known_over_refusal') or {})['text']}"
-                            if (refusals.get("known_over_refusal") or {}).get("text")
-                            else "")])  # fmt: skip
+            rows.append([_link("refusals", "refusals"), refusal_cell(refusals, state)])
     quality = find_extra("quality", analytics, extras)
     production = ((quality or {}).get("known") or {}).get("production") or {}
     if production.get("n_scored"):  # production's retrieval: all time, then the latest window
@@ -212,6 +202,44 @@ def _what_moved(test: Mapping[str, Any], silenced: Mapping[str, str] | None = No
     if "rate_current" in test:
         return rate_move(test)
     return category_moves(test, silenced)
+
+
+#: The summary of the refusals row's collapsed details (:func:`refusal_cell`).
+REFUSAL_DETAILS = "how counted, by language, against answer.refused, known questions"
+
+
+def refusal_cell(refusals: Mapping[str, Any], state: str) -> Markup:
+    """The status page's ``What moved`` refusals cell (when the count is no lower bound:
+    :func:`lower_bound_lines` then): one line first — the rate of the answers, the refusal
+    drift ``state`` and, where answers set ``answer.refused``, the text reader against it
+    in brief (:func:`~service.quality.by_language.flag_agreement_brief`) — then, collapsed
+    in a ``<details>`` (:data:`REFUSAL_DETAILS`), one line each: how the refusals were
+    counted (``method``), the rates by language with their Wilson intervals, the reader
+    against the flag per language (``against_flag_text``) and the over-refusal of known
+    answerable gold questions. Trial 43 L3: all of it in one paragraph (~250 words, five
+    sets of intervals) buried the answer. The same facts as before; ``/v1/refusals`` is
+    unchanged.
+
+    >>> print(refusal_cell({"rate": 0.25, "answers": 8, "method": "phrase patterns 8"}, "ok"))
+    25.0% of 8 answers refused; refusal drift: ok<details><summary>how counted, by \
+language, against answer.refused, known questions</summary>phrase patterns 8</details>
+    """
+    head = f"{pct(refusals.get('rate'))} of {refusals.get('answers', 0)} answers refused"
+    head += f"; refusal drift: {state}"
+    brief = flag_agreement_brief(refusals.get("against_flag") or [])
+    if brief:
+        head += f"; {brief}"
+    details = [str(refusals.get("method", "no answers yet"))]
+    if refusals.get("by_language"):
+        details.append(f"by language: {rate_text(refusals['by_language'])}")
+    if refusals.get("against_flag_text"):
+        details.append(str(refusals["against_flag_text"]))
+    known = (refusals.get("known_over_refusal") or {}).get("text")
+    if known:
+        details.append(str(known))
+    return Markup("{}<details><summary>{}</summary>{}</details>").format(
+        head, REFUSAL_DETAILS, Markup("<br>").join(esc(line) for line in details)
+    )
 
 
 def lower_bound_lines(refusals: Mapping[str, Any], state: str) -> Markup:

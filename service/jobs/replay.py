@@ -83,7 +83,7 @@ from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
-from service.drift.stage import adjusted_note, rate_moves
+from service.drift.stage import adjusted_note, rate_moves, silenced_verb
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     operating_point_summary,
@@ -686,7 +686,7 @@ def render_text(doc: ReplayReport) -> str:
     against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
                else "worst of gold set and baseline comparisons")  # fmt: skip
     lines.append(f"drift now ({against}): {states}")
-    lines += [f"  {dim} raises no alarm: {why}"
+    lines += [f"  {dim} {silenced_verb(dim)}: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
     if terms_line := terms_quality_text(drift.get("terms")):
         lines.append(f"  {terms_line}")
@@ -746,8 +746,7 @@ def render_text(doc: ReplayReport) -> str:
             lines.append(f"  DRIFT+ {where}: now also rising {', '.join(alarm['widened'])} "
                          f"({moved})")  # fmt: skip
         elif alarm.get("tested_state") == "drift":  # kept quiet: the other dimension drifts
-            moved = (f"rising {', '.join(alarm.get('rising') or ()) or '-'}, falling "
-                     f"{', '.join(alarm.get('falling') or ()) or '-'}"
+            moved = (moves_text(alarm.get("rising") or (), alarm.get("falling") or ())
                      if "rising" in alarm else "")  # fmt: skip
             lines.append(f"  quiet  {where}: tested drift{': ' + moved if moved else ''}; no "
                          f"alarm while {alarm.get('confounded_by')} drifts")  # fmt: skip
@@ -795,8 +794,36 @@ def _categorical_moves(alarm: Mapping[str, Any], silenced: Mapping[str, str]) ->
     rising = [c for c in alarm.get("rising") or () if c not in silenced]
     quiet = "".join(f"; {c} rising too raises no alarm ({silenced[c]})"
                     for c in alarm.get("rising") or () if c in silenced)  # fmt: skip
-    falling = ", ".join(alarm.get("falling") or ()) or "-"
-    return f"rising {', '.join(rising) or '-'}, falling {falling}{quiet}"
+    return moves_text(rising, alarm.get("falling") or (), other=bool(quiet)) + quiet
+
+
+def moves_text(rising: Sequence[str], falling: Sequence[str], *, other: bool = False) -> str:
+    """The categories an alarm names: ``"rising de, falling en"``; a side with no category
+    whose share changed beyond noise (its 95 % interval of the change clear of 0) is said
+    in words, never as a ``"-"`` that reads as a category's name (trial 45 M2: "rising -,
+    falling other"). ``other``: some category left out of ``rising`` did rise (one whose rise
+    alone raises no alarm, said after this text), so an empty rising side reads "no other
+    category rose".
+
+    >>> moves_text(["de"], ["en", "fr"])
+    'rising de, falling en, fr'
+    >>> moves_text([], ["other"])
+    'falling other (no category rose beyond noise)'
+    >>> moves_text(["currency"], [])
+    'rising currency (no category fell beyond noise)'
+    >>> moves_text([], ["other"], other=True)
+    'falling other (no other category rose beyond noise)'
+    >>> moves_text([], [])
+    'no single category moved beyond noise (the shares did as a whole)'
+    """
+    no = "no other" if other else "no"
+    if rising and falling:
+        return f"rising {', '.join(rising)}, falling {', '.join(falling)}"
+    if rising:
+        return f"rising {', '.join(rising)} (no category fell beyond noise)"
+    if falling:
+        return f"falling {', '.join(falling)} ({no} category rose beyond noise)"
+    return f"{no} single category moved beyond noise (the shares did as a whole)"
 
 
 def _untested_note(body: Mapping[str, Any] | None, state: str) -> str:

@@ -35,7 +35,10 @@ from typing import Any
 
 from service.coverage import wilson_bounds
 
-__all__ = ["FEW", "NO_LANGUAGE", "language_of", "rate_rows", "rate_text", "wilson"]
+__all__ = [
+    "FEW", "NO_LANGUAGE", "flag_agreement_brief", "language_of", "rate_rows", "rate_text",
+    "wilson",
+]  # fmt: skip
 
 #: Rows over fewer events than this are marked ``few`` (``analytics.quality_min_class``'s
 #: default; the reports pass their own setting).
@@ -161,3 +164,40 @@ def flag_agreement_text(rows: Sequence[Mapping[str, Any]], min_n: int = FEW,
         parts.append(f"{r['language']} {first}, {second} ({r['checked']} answers)")
     return (f"{reader} against answer.refused (the answers that set it and have a "
             "text; Wilson 95 %): " + "; ".join(parts))  # fmt: skip
+
+
+def flag_agreement_brief(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The rows of :func:`flag_agreement_rows` summed over languages, in a few words for a
+    headline (the status page's refusals row; :func:`flag_agreement_text` keeps the
+    per-language counts and intervals): ``exact`` when the text reader read as refusals the
+    very answers ``answer.refused`` flags (``both == flagged == detected``, at least one),
+    else the pooled recall ``both / flagged`` and precision ``both / detected`` as counts.
+    Exact pooled is exact in every language (each language's ``both`` is at most its
+    ``flagged`` and its ``detected``). ``None`` without rows (no answer sets the flag).
+
+    >>> rows = flag_agreement_rows({"en": (565, 117, 117, 117), "ru": (211, 7, 7, 7)})
+    >>> print(flag_agreement_brief(rows))
+    read from the text: exact against answer.refused (all 124 flagged refusals and no \
+other, on the 776 answers that set it)
+    >>> print(flag_agreement_brief(flag_agreement_rows({"de": (716, 99, 3, 0)})))
+    read from the text against answer.refused: recall 0/99, precision 0/3 (on the 716 \
+answers that set it)
+    >>> print(flag_agreement_brief(flag_agreement_rows({"de": (20, 0, 0, 0)})))
+    read from the text against answer.refused: no refusal flagged nor read (on the 20 \
+answers that set it)
+    """
+    if not rows:
+        return None
+    checked = sum(int(r["checked"]) for r in rows)
+    flagged = sum(int(r["flagged"]) for r in rows)
+    detected = sum(int(r["detected"]) for r in rows)
+    both = sum(int(r["both"]) for r in rows)
+    on = f"on the {checked} answers that set it"
+    if flagged and both == flagged == detected:
+        return (f"read from the text: exact against answer.refused (all {flagged} flagged "
+                f"refusals and no other, {on})")  # fmt: skip
+    if not flagged and not detected:
+        return f"read from the text against answer.refused: no refusal flagged nor read ({on})"
+    recall = f"recall {both}/{flagged}" if flagged else "no refusal flagged"
+    precision = f"precision {both}/{detected}" if detected else "none read as refusals"
+    return f"read from the text against answer.refused: {recall}, {precision} ({on})"

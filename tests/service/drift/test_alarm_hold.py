@@ -215,6 +215,53 @@ def test_a_confound_that_starts_while_the_alarm_is_open_does_not_end_it() -> Non
     assert drift.take_alarms() == {("topic", "baseline"): 1, ("language", "baseline"): 1}
 
 
+def test_the_confound_line_says_the_alarm_it_holds_open() -> None:
+    """Trial 45 L2: beside an open topic alarm (opened before the language mix moved, then
+    held as confounded) the report said "topic (while language drifts ...) raises no
+    alarm". The confound keeps a drift from *opening* an alarm; one open stays open. So the
+    line says "opens no alarm" and names the alarm it holds, and with no alarm open it is the
+    reason alone (the stream of the test above, stopped before the language moves)."""
+    why = "topic labels worse in hi"
+    quiet = _stage()
+    quiet.confound("topic", "language", why)
+    _feed(quiet, [(3000, BASE)])
+    assert quiet.report()["suppressed_dimensions"]["topic (while language drifts)"] == why
+    drift = _stage()
+    drift.confound("topic", "language", why)
+    nxt = _feed(drift, [(3000, BASE), (720, BOTH)])
+    _feed(drift, [(720, BOTH)], first=nxt, languages=("en", "hi"))
+    said = drift.report()["suppressed_dimensions"]["topic (while language drifts)"]
+    assert said == (
+        f"{why}; its topic vs baseline alarm, opened before this confound "
+        "applied, stays open (held: an open alarm ends only when its tests clear)"
+    )
+    lines = _surfaces(drift)[2]
+    assert f"  topic (while language drifts) opens no alarm: {said}" in lines
+    assert not [line for line in lines if line.startswith("  topic") and "raises no alarm" in line]
+
+
+def test_an_alarm_naming_no_rising_or_falling_category_says_so_in_words() -> None:
+    """Trial 45 M2: "rising -, falling other" read as if "-" were a topic. A categorical
+    alarm's empty side (no category's 95 % interval of change clear of 0) is said in words."""
+    drift = _stage()
+    _feed(drift, [(3000, BASE), (720, BOTH)])
+    doc = replay_report(extras=False)
+    doc["analytics"]["drift"] = report = drift.report()
+    alarm = next(a for a in report["alarms"] if a["dimension"] == "topic")
+    alarm["rising"], alarm["falling"] = [], ["b"]
+    text = render_text(doc)
+    assert "falling b (no category rose beyond noise)" in text
+    assert "rising -" not in text and "falling -" not in text
+    # a category that rose but whose rise alone raises no alarm (novelty uncalibrated) is
+    # said after the moves: the empty side is then "no other category rose" (review s45)
+    alarm["rising"] = ["novel"]
+    report["topic"]["suppressed_categories"] = {"novel": "novelty uncalibrated"}
+    text = render_text(doc)
+    assert ("falling b (no other category rose beyond noise); novel rising too raises no "
+            "alarm (novelty uncalibrated)") in text  # fmt: skip
+    assert "(no category rose" not in text
+
+
 def _held_then_ended(render: Any) -> tuple[str, str, str, str]:
     """``(held text, the page or text while held, the suppression's reason, the page or
     text once the whole topic dimension is suppressed)``, ``render`` making them."""

@@ -21,7 +21,8 @@ from service.harvest.config import REASONS, HarvestConfig
 from service.harvest.labelling import Labelling
 from service.html import render_status_page
 from service.html.drift_section import drift_section
-from service.html.status import SectionCache
+from service.html.status import SectionCache, moved_section
+from service.quality.by_language import flag_agreement_rows, flag_agreement_text
 from service.runtime.process import EngineBusy
 from service.telemetry import build_harvest_metrics
 from tests.service.harvest.helpers import batch, event
@@ -191,10 +192,13 @@ def test_page_opens_with_what_moved() -> None:
     assert ("language (reference): rising: hi-Latn 25%→40%; falling: en 75%→60% (a standing "
             "gap to the gold set, not a dated change)<br>"
             "refusal (baseline): 10.0% → 40.0%") in moved  # fmt: skip
-    assert (
-        "25.0% of 8 answers refused; answer.refused decided 5 answers, phrase patterns 3" in moved
-    )
-    assert "set answer.refused for exact counts); refusal drift: drift" in moved  # 2 in 8
+    # the refusals row leads with its one line; how they were counted is collapsed below it
+    # (trial 43 L3: the method, the rates by language and the flag's measurement in one
+    # paragraph buried the rate)
+    assert "25.0% of 8 answers refused; refusal drift: drift<details><summary>" in moved  # 2 in 8
+    details = moved[moved.index("<details>") : moved.index("</details>")]
+    assert "answer.refused decided 5 answers, phrase patterns 3" in details
+    assert "set answer.refused for exact counts)" in details
     assert "no answers" not in moved
     assert "bm25-v2: RBO 0.750, same first passage 90.0% of 9 compared" in moved
     assert "7 suggested; first: Hostel ka fee semester wise dena hai ya yearly?" in moved
@@ -316,8 +320,34 @@ def test_the_patterns_against_the_flag_stand_next_to_the_refusal_rate() -> None:
                 "as refusals (716 answers)")  # fmt: skip
     analytics["refusals"] = {**analytics["refusals"], "against_flag_text": sentence}
     page = render_status_page(STATUS, analytics, refresh_s=0)
-    assert f"; {sentence}" in page  # the "What moved" row
+    moved = page[page.index('<section id="moved">') : page.index('<section id="languages">')]
+    details = moved[moved.index("<details>") : moved.index("</details>")]
+    assert f"<br>{sentence}" in details  # the "What moved" row, collapsed under its first line
     assert sentence[0].upper() + sentence[1:] + "." in page  # the refusals section
+
+
+def test_the_refusal_row_leads_with_the_rate_and_the_flag_verdict_in_one_line() -> None:
+    """Trial 43 L3: the row's answer ("11.5 % refused, exact against the flag") was buried in
+    ~250 words. The trial's counts per language (checked, flagged, read, both): en 565/117/
+    117/117, zh 239/12, ar 223/12, ru 211/7, es 192/19, de 178/13 (each read = both =
+    flagged), bg 2/0/0/0: 1,610 answers set the flag, 180 of them refusals, and the patterns
+    read exactly those 180. The per-language intervals stay, collapsed."""
+    analytics = copy.deepcopy(samples.replay_report()["analytics"])
+    counts = {"en": (565, 117), "zh": (239, 12), "ar": (223, 12), "ru": (211, 7),
+              "es": (192, 19), "de": (178, 13), "bg": (2, 0)}  # fmt: skip
+    rows = flag_agreement_rows({k: (n, f, f, f) for k, (n, f) in counts.items()})
+    analytics["refusals"].update(answers=4000, refused=459, rate=459 / 4000, against_flag=rows,
+                                 against_flag_text=flag_agreement_text(rows))  # fmt: skip
+    moved = str(moved_section(analytics))
+    cell = moved[moved.index('href="#refusals"') :]
+    start = cell.index('<td class="text">') + len('<td class="text">')
+    head = cell[start : cell.index("<details>")]
+    assert head == ("11.5% of 4000 answers refused; refusal drift: drift; read from the text: "
+                    "exact against answer.refused (all 180 flagged refusals and no other, on "
+                    "the 1610 answers that set it)")  # fmt: skip
+    details = cell[cell.index("<details>") : cell.index("</details>")]
+    assert "en precision 117/117 1.000 [0.968, 1.000]" in details  # the intervals, kept
+    assert "[" not in head  # no interval in the first line
 
 
 def test_a_language_alarm_of_known_miss_is_named_in_what_moved_and_the_drift_table() -> None:

@@ -233,7 +233,7 @@ def test_a_topic_alarm_while_the_language_drifts_stays_quiet_and_says_why() -> N
     assert body["state"] == "uncalibrated" and body["tested_state"] == "drift"
     assert body["confounded"] == {"by": "language", "reason": reason}
     text = render_text(_with_topic_drift(drift))
-    assert f"  topic (while language drifts) raises no alarm: {reason}" in text.splitlines()
+    assert f"  topic (while language drifts) opens no alarm: {reason}" in text.splitlines()
     # kept quiet, but on record (a review: a real topic shift with a language shift left no
     # trace): one entry per comparison that tested drift, marked, no alarm
     quiet = [a for a in drift.alarms if a.get("tested_state") == "drift"]
