@@ -73,6 +73,7 @@ from typing_extensions import TypedDict
 from service.pipeline import Batch
 from service.shadow.runner import SKIP_REASONS, LaneStats, ShadowResult, ShadowRunner
 from service.shadow.trend import AgreementTrend
+from service.state import encoded_object
 
 __all__ = [
     "BREAKDOWN_METRICS",
@@ -681,14 +682,20 @@ class ShadowStage:
         return whole
 
     def state_snapshot(self) -> Any:
-        """Return the aggregates of every candidate (JSON-able)."""
+        """Return the aggregates of every candidate (JSON-able), with its JSON text
+        (:class:`service.state.EncodedObject`): the trend's part is its own kept text
+        (:meth:`service.shadow.trend.AgreementTrend.state`: only its changed buckets are
+        encoded again)."""
         state: dict[str, Any] = {
             "version": _VERSION,
             "candidates": {name: agg.state() for name, agg in self._candidates.items()},
         }
+        texts: dict[str, str] = {}
         if self.trend is not None:
-            state["trend"] = self.trend.state()
-        return state
+            trend = state["trend"] = self.trend.state()
+            if trend.text is not None:
+                texts["trend"] = trend.text
+        return encoded_object(state, texts)
 
     def restore(self, state: Any) -> None:
         """Load aggregates saved by :meth:`state_snapshot`; other versions are ignored."""

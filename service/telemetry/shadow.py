@@ -348,9 +348,9 @@ def build_shadow_metrics(
                         "production stands lower beyond noise since a point in event time "
                         "than before it (the replay's sustained verdict: paired t-test on "
                         "per-question mean RBOs, Bonferroni over the runs scanned at 0.05; "
-                        "worked out each event-time hour; the drop reaches the latest hour "
-                        "at 3 consecutive hourly looks), else 0 (a drop that recovered "
-                        "too).", ["retriever"]),
+                        "worked out each event-time hour; the drop reaches the latest hour, "
+                        "its last quarter lower too, at 3 consecutive hourly looks), else 0 "
+                        "(a drop that recovered too).", ["retriever"]),
         rbo_lower_effect=gauge("shadow_rbo_lower_effect", "While "
                                "shadow_rbo_lower_sustained is 1: the mean RBO per question "
                                "before the drop minus in it; else 0.", ["retriever"]),

@@ -260,3 +260,80 @@ def test_the_shadow_stage_restores_only_its_configured_candidates() -> None:
     state["trend"] = old.state()
     stage.restore(state)
     assert stage.trend is not None and stage.trend.verdicts() == {}
+
+
+def test_a_drop_that_recovered_does_not_stand_again_through_its_diluted_run() -> None:
+    """Hours 0-2 at BEFORE, 3-4 at DROP, 5-8 back at BEFORE exactly (review of s45, blocker
+    3). Every run over the drop hours has differences proportional to d against its prefix
+    (t -23, p 1.8e-4, below 0.05/36: runs from hours 1-8), the run from hour 3 to the end
+    among them (in it each question is (2 DROP + 4 BEFORE) / 6, mean drop d/3: the largest
+    of those ending at hour 8). It reaches the end, so one look would have made it stand;
+    its last quarter, hours 7-8 (from 3 + floor(3 x 6 / 4) = 7), is BEFORE again: against
+    hours 0-2 every difference is 0 (p 1, mean 0), not lower, so it does not stand and the
+    gauge is 0."""
+    trend = AgreementTrend(min_n=4, confirm_looks=1)
+    _hourly(trend, [BEFORE] * 3 + [DROP] * 2 + [BEFORE] * 4)
+    trend.close_input()
+    verdict = trend.verdicts()["tfidf"]
+    assert verdict["found"] and verdict["beyond_noise"] and verdict["to_end"]
+    assert verdict["start"] == T0 + 3 * HOUR and verdict["tests"] == 36
+    assert verdict["p_value"] == pytest.approx(_p_t3(-23.0), rel=1e-6)
+    recent = verdict["recent"]
+    assert recent["start"] == T0 + 7 * HOUR and recent["questions"] == 4
+    assert recent["difference"] == pytest.approx(0.0, abs=1e-12) and recent["p_value"] == 1.0
+    assert not recent["lower"] and verdict["looks"] == 0 and not verdict["stands"]
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["tfidf"])
+    metrics.observe_sustained("tfidf", verdict)
+    assert registry.get_sample_value("goldwatch_shadow_rbo_lower_sustained",
+                                     {"retriever": "tfidf"}) == 0.0  # fmt: skip
+
+
+def test_a_lasting_drop_has_its_last_quarter_lower_too() -> None:
+    """The hand-worked drop (hours 3-5): the last quarter of the run from hour 3 is hour 5
+    (3 + floor(3 x 3 / 4)), each question at DROP against BEFORE: d again, t -23, lower
+    than 0.05/15; with one look to confirm, it stands."""
+    trend = AgreementTrend(min_n=4, confirm_looks=1)
+    _feed(trend, DROP, range(6))
+    trend.close_input()
+    verdict = trend.verdicts()["tfidf"]
+    recent = verdict["recent"]
+    assert recent["start"] == T0 + 5 * HOUR and recent["questions"] == 4
+    assert recent["difference"] == pytest.approx(-0.2875)
+    assert recent["p_value"] == pytest.approx(_p_t3(-23.0), rel=1e-6)
+    assert recent["lower"] and verdict["stands"]
+
+
+def _partial_drop(last: int) -> list[tuple[int, bool]]:
+    """The review's scenario (s45, blocker 3; /tmp/rev-s45-shadowlive/r1.py): 40 questions,
+    30 results an hour for 144 hours, each question at its own RBO (0.5-0.9) + noise sd
+    0.01, questions 0-19 losing 0.15 from hour 48 to ``last``. Returns (hour, stands) at
+    each hourly look."""
+    import random
+
+    rng = random.Random(1)
+    base = {q: rng.uniform(0.5, 0.9) for q in range(40)}
+    trend = AgreementTrend(clock=lambda: float("inf"))
+    looks = []
+    for hour in range(144):
+        for k in range(30):
+            q = rng.randrange(40)
+            drop = 0.15 if 48 <= hour < last and q < 20 else 0.0
+            rbo = max(0.0, base[q] - drop + rng.gauss(0, 0.01))
+            trend.add(T0 + hour * HOUR + 100.0 * k, "tfidf", rbo, None, f"question {q}")
+        verdict = trend.verdicts().get("tfidf")
+        looks.append((hour, bool(verdict and verdict["stands"])))
+    return looks
+
+
+def test_a_partial_drop_that_lasts_stands_at_every_look_and_one_that_recovered_lifts() -> None:
+    """Half the questions lose 0.15 RBO from hour 48. Lasting, once it stands (within 12
+    hours of its start) it stands at every look to the end; before, a run ending earlier
+    took the lowest p by noise and it stood at no look after hour 75. Recovered at hour 72
+    (the same draws until then), it stands at the same looks until, at the latest, the look
+    at hour 76 (judging hours 0-75: 4 hours recovered), and never again; before, the
+    diluted run from hour 48 stood again at 5 looks after hour 94."""
+    lasting = [hour for hour, stood in _partial_drop(last=144) if stood]
+    assert lasting and 48 < lasting[0] <= 60 and lasting == list(range(lasting[0], 144))
+    recovered = [hour for hour, stood in _partial_drop(last=72) if stood]
+    assert recovered == list(range(lasting[0], recovered[-1] + 1)) and recovered[-1] < 76
