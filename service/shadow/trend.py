@@ -30,10 +30,18 @@ times; each look holds the replay's level, the looks together are not bounded by
 *stands* (:func:`stands`: the gauge, the alert, "RBO lower since") only when, at
 :data:`CONFIRM_LOOKS` (3) consecutive looks, the run chosen among those reaching the latest
 tested point is beyond noise and its last quarter is lower than the points before the run
-too (:meth:`AgreementTrend._recent`). Both are the review's (s45, blocker 3): the paired t
+too (:meth:`AgreementTrend._recent`), at the Bonferroni level of the scan; looks that
+re-judge the same last tested point count once. Once standing, a drop stays while the run
+reaching the latest point is beyond noise and its last quarter lower at ``level`` (0.05:
+hysteresis, s46 review: at ~20 questions an hour by day and ~3 at night a lasting drop's
+last quarter, on 20-40 pairs, missed ``level / tests`` at single looks and the alert stood,
+fell and stood 3-5 times a seed; now it stands without a gap, and steady streams still stand
+at 1 of 400). The two start conditions are the review's (s45, blocker 3): the paired t
 is blind to dilution, so after a drop recovered the run from its start to the latest point
 could stay beyond noise on the recovered points and stand again (5 of 68 looks after the
-recovery in its scenario; 0 now, the gauge lifting within 4 h of the recovery); and a drop
+recovery in its scenario; 0 now, the gauge lifting within 8 h of the recovery, once the
+last quarter of the run from the drop holds no dropped hour; 4 h before the hysteresis);
+and a drop
 on some questions only, lasting, lost the lowest p to runs ending earlier by noise (every
 run over it has about the same t), so it stood at 0 of 68 looks once a day old (68 of 68
 now). A drop that ended before the latest point is shown as past.
@@ -298,7 +306,14 @@ class AgreementTrend:
         questions can lose the replay's lowest p, by noise, to a run ending earlier); when
         that one is beyond noise, whether its last quarter is lower too (:meth:`_recent`),
         and when it is, the verdict's figures are that run's (``to_end`` True): the drop
-        this look confirms."""
+        this look confirms. The last quarter is held to the run's Bonferroni level to start
+        standing and to ``level`` once standing (hysteresis; review of s45-shadowlive, s46: at
+        ~20 questions an hour by day and 3 at night the last quarter has 20-40 pairs, and at
+        ``level / tests`` ~ 4e-5 a lasting drop missed single looks and the alert flapped 3-5
+        times a seed; it still needs the run reaching the latest point beyond noise, so a
+        recovery lifts it). A look counts toward ``looks`` only when the last tested point
+        moved on since the look before (a night hour below ``min_n`` re-judges the same
+        point; it keeps the count, adds nothing); a look that does not confirm resets it."""
         keys = sorted(self._buckets)
         series = {"bucket_s": self.bucket_s, "buckets": [  # a view: the cells not copied
             {"start": key * self.bucket_s,
@@ -316,18 +331,24 @@ class AgreementTrend:
             verdict = {**run, "bucket_s": width, "through": through,
                        "sampled": self._threshold.get(name, _KEY_SPACE) / _KEY_SPACE}  # fmt: skip
             latest = run.get("latest")
+            was = self._verdicts.get(name) or {}
+            holding = bool(was.get("stands"))
             current = bool(latest and latest["beyond_noise"])
             if latest and current:
-                verdict["recent"] = self._recent(name, latest, width)
+                verdict["recent"] = self._recent(name, latest, width,
+                                                 self.level if holding else None)  # fmt: skip
                 current = verdict["recent"]["lower"]
                 if current:  # the drop now: from its start to the latest tested point
                     verdict.update(latest, to_end=True)
-            was = self._verdicts.get(name) or {}
-            looks = int(was.get("looks", 0)) + 1 if current else 0
-            verdicts[name] = {**verdict, "looks": looks, "stands": looks >= self.confirm_looks}
+            tested_end = float(latest["end"]) if latest else None
+            moved = tested_end is None or tested_end != was.get("tested_end")
+            looks = int(was.get("looks", 0)) + (1 if moved else 0) if current else 0
+            verdicts[name] = {**verdict, "tested_end": tested_end, "looks": looks,
+                              "stands": looks >= self.confirm_looks}  # fmt: skip
         return verdicts
 
-    def _recent(self, name: str, run: Mapping[str, Any], width: float) -> dict[str, Any]:
+    def _recent(self, name: str, run: Mapping[str, Any], width: float,
+                threshold: float | None = None) -> dict[str, Any]:  # fmt: skip
         """Whether the last quarter of a run reaching the latest point is lower than the
         points before the run too (review of s45, blocker 3: the paired t is blind to
         dilution, so after a drop recovers the run from its start to the latest point can
@@ -335,12 +356,13 @@ class AgreementTrend:
         the recovered one). The last quarter: ``[start + floor(3 m / 4) · width, end)``, ``m =
         (end − start) / width`` points in the run's span (all of a 1-point run, the last
         point of 2 to 4; a quarter, not a half: in the review's scenario a half kept a
-        24-h drop standing 14 h into its recovery, a quarter lifts it within 4 h, and the
-        lasting drop stands as often); each
+        24-h drop standing 14 h into its recovery, a quarter lifts it within 4 h, 8 h with
+        the hysteresis, and the lasting drop stands as often); each
         question's mean there against its mean before the run, by the paired t-test
         (:func:`service.quality.over_time.paired_lower`): lower when ``min_n`` questions
-        pair, the mean difference is below 0 and ``p`` is below the run's own threshold
-        (``level / runs tested``). Returns ``{"start" (Unix s), "questions" (pairs),
+        pair, the mean difference is below 0 and ``p`` is below ``threshold`` (default the
+        run's own, ``level / runs tested``; a drop already standing passes ``level``, the
+        hysteresis of :meth:`_judge`). Returns ``{"start" (Unix s), "questions" (pairs),
         "difference" (mean RBO difference), "p_value", "lower"}``."""
         start, end = float(run["start"]), float(run["end"])
         mid = start + math.floor(round((end - start) / width) * 3 / 4) * width
@@ -359,7 +381,8 @@ class AgreementTrend:
             {q: t / n for q, (n, t) in before.items() if n},
             {q: t / n for q, (n, t) in recent.items() if n},
         )
-        lower = pairs >= self.min_n and difference < 0 and p_value < float(run["threshold"])
+        limit = float(run["threshold"]) if threshold is None else threshold
+        lower = pairs >= self.min_n and difference < 0 and p_value < limit
         return {"start": mid, "questions": pairs,
                 "difference": None if math.isnan(difference) else difference,
                 "p_value": p_value, "lower": bool(lower)}  # fmt: skip
@@ -371,9 +394,11 @@ class AgreementTrend:
         ``to_end``, ``points``, ``questions``, ``question_rbo``, ``before_question_rbo``,
         ``test``) with ``bucket_s`` (the point width, s), ``through`` (the end of the data
         judged, Unix s), ``sampled`` (the share of questions kept, 1.0: all), ``looks``
-        (consecutive looks the drop was beyond noise and reached the latest judged point)
-        and ``stands`` (``looks >= confirm_looks``: the gauge, the alert, "RBO lower
-        since")."""
+        (consecutive looks the drop was beyond noise, reached the latest judged point and
+        had its last quarter lower; a look re-judging the same last tested point, as a night
+        hour below ``min_n`` questions, keeps the count without adding), ``tested_end`` (the
+        end of the last tested point, Unix s, or ``None``) and ``stands`` (``looks >=
+        confirm_looks``: the gauge, the alert, "RBO lower since"; :func:`stands`)."""
         return dict(self._verdicts)
 
     def state(self) -> EncodedObject:
@@ -452,8 +477,12 @@ def _when(unix_s: float) -> str:
 
 
 def stands(verdict: Mapping[str, Any] | None) -> bool:
-    """Whether a drop stands now: beyond noise, reaching the latest judged point, at
-    :data:`CONFIRM_LOOKS` (the trend's ``confirm_looks``) consecutive looks."""
+    """Whether a drop stands now: to start, at :data:`CONFIRM_LOOKS` (the trend's
+    ``confirm_looks``) consecutive looks on a later tested point each, the run reaching the
+    latest tested point was beyond noise and its last quarter lower than the points before
+    the run at the run's Bonferroni level (``level / runs tested``); once standing, it stays
+    while at each look that run is beyond noise and its last quarter lower at ``level``
+    (hysteresis, :meth:`AgreementTrend._judge`). ``False`` for ``None``."""
     return bool(verdict and verdict.get("found") and verdict.get("beyond_noise")
                 and verdict.get("to_end") and verdict.get("stands"))  # fmt: skip
 
