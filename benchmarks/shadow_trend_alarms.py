@@ -6,16 +6,19 @@ Each stream is 3 days of one candidate's RBO with production: 15 results an hour
 200 s), 40 questions asked with popularity 1/rank, a fixed RBO per question (uniform 0.4-0.9)
 plus Gaussian noise (sd 0.1, clipped to [0, 1]); nothing changes. The trend looks once an
 event-time hour (as serve). Per N, a stream "alarms" when at some look the drop was beyond
-noise and reached the latest judged hour at N consecutive looks (``looks >= N``; serve's
-``CONFIRM_LOOKS`` is 3).
+noise, reached the latest judged hour and had its last quarter lower at N consecutive looks
+(``looks >= N``; serve's ``CONFIRM_LOOKS`` is 3).
 
 Run: ``python -m benchmarks.shadow_trend_alarms [--streams 200] [--first-seed 0]``
-(about 1 s a stream). Measured (seeds 0-399, 26,410 looks): any run beyond noise at some
-look 27/400 streams (347 looks); since session 46 a look counts when the run chosen among
+(about 2 s a stream: two trends). Measured (seeds 0-399, 26,410 looks): any run beyond
+noise at some look 27/400 streams (347 looks); since session 46 a look counts when the run chosen among
 those reaching the latest point is beyond noise and its last quarter lower too: N=1 9/400
 (11 looks); N=2 1/400 (2); N=3 1/400 (1 look); N=4 0/400; N=6 0/400 (before, counting the
 lowest-p run when it reached the end: N=1 27/400 (47 looks), N=2 7/400 (11), N=3 1/400 (2),
-N=4 1/400 (1), N=6 0/400).
+N=4 1/400 (1), N=6 0/400). Since the s46 review a look counts toward N only when the last
+tested point moved on, and a standing drop stays while its last quarter is lower at 0.05
+(hysteresis); streams standing at some look: N=1 9/400, N=2 0/400, N=3 0/400, N=4 0/400,
+N=6 0/400; looks standing under serve's rule (N=3) 0/26,410.
 """
 
 from __future__ import annotations

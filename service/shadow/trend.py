@@ -35,8 +35,8 @@ re-judge the same last tested point count once. Once standing, a drop stays whil
 reaching the latest point is beyond noise and its last quarter lower at ``level`` (0.05:
 hysteresis, s46 review: at ~20 questions an hour by day and ~3 at night a lasting drop's
 last quarter, on 20-40 pairs, missed ``level / tests`` at single looks and the alert stood,
-fell and stood 3-5 times a seed; now it stands without a gap, and steady streams still stand
-at 1 of 400). The two start conditions are the review's (s45, blocker 3): the paired t
+fell and stood 3-5 times a seed; now it stands without a gap, and steady streams stand at 0
+of 400). The two start conditions are the review's (s45, blocker 3): the paired t
 is blind to dilution, so after a drop recovered the run from its start to the latest point
 could stay beyond noise on the recovered points and stand again (5 of 68 looks after the
 recovery in its scenario; 0 now, the gauge lifting within 8 h of the recovery, once the
@@ -106,8 +106,9 @@ _KEY_SPACE = 16**8
 #: Consecutive hourly looks a drop must be beyond noise, reach the latest judged point and
 #: have its last quarter lower at before it stands (gauge 1, the alert, "RBO lower since"):
 #: the live false-alarm rate (:mod:`benchmarks.shadow_trend_alarms`: 400 steady 3-day
-#: streams) falls from 27 of 400 streams beyond noise at some look to 9 at 1 look, 1 of 400
-#: at 3 (N=2: 1, N=4: 0, N=6: 0).
+#: streams) falls from 27 of 400 streams beyond noise at some look to 9 at 1 look, 0 of 400
+#: at 2, 3, 4 and 6 (a look counting only on a later tested point, s46; before it N=2: 1,
+#: N=3: 1). The hysteresis does not change when a drop first stands.
 CONFIRM_LOOKS = 3
 
 
