@@ -12,8 +12,8 @@ noise, reached the latest judged hour and had its last quarter lower at N consec
 Run: ``python -m benchmarks.shadow_trend_alarms [--streams 200] [--first-seed 0]``
 (about 2 s a stream: two trends). Measured (seeds 0-399, 26,410 looks): any run beyond
 noise at some look 27/400 streams (347 looks); since session 46 a look counts when the run
-chosen among those reaching the latest point is beyond noise and its last quarter lower too: N=1 9/400
-(11 looks); N=2 1/400 (2); N=3 1/400 (1 look); N=4 0/400; N=6 0/400 (before, counting the
+chosen among those reaching the latest point is beyond noise and its last quarter lower too:
+N=1 9/400 (11 looks); N=2 1/400 (2); N=3 1/400 (1 look); N=4 0/400; N=6 0/400 (before, counting the
 lowest-p run when it reached the end: N=1 27/400 (47 looks), N=2 7/400 (11), N=3 1/400 (2),
 N=4 1/400 (1), N=6 0/400). Since the s46 review a look counts toward N only when the last
 tested point moved on, and a standing drop stays while its last quarter is lower at 0.05
