@@ -179,7 +179,8 @@ def _variables(extra: list[Panel]) -> list[Panel]:
 
 
 ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|DriftDetected|"
-          "DriftAlarmRaised|CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ACLViolation|ConsumerLagHigh|"
+          "DriftAlarmRaised|CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ShadowAgreementDropped|"
+          "ACLViolation|ConsumerLagHigh|"
           "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|GoldwatchDown")  # fmt: skip
 
 

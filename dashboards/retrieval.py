@@ -170,6 +170,18 @@ def _agreement() -> list[Panel | list[Panel]]:
                 [(_by_topic("rbo"), "{{retriever}} {{topic}}")],
                 "percentunit", maximum=1,
             )),
+            no_value(NO_CANDIDATE, timeseries(
+                "Sustained RBO drop per candidate",
+                "While a candidate's RBO with production stands lower since a point in event "
+                "time than before it (the replay's sustained verdict, worked out live each "
+                "event-time hour: paired t-test on per-question mean RBOs, Bonferroni over "
+                "the runs scanned at 0.05), the drop in mean RBO per question; 0 otherwise. "
+                "Above 0 fires ShadowAgreementDropped; GET /v1/shadow (sustained) gives "
+                "its start and p.",
+                [(f"max by (retriever) (goldwatch_shadow_rbo_lower_effect{{{SHADOW}}})",
+                  "{{retriever}}")],
+                "short", threshold=0.0,
+            )),
         ],
         [
             timeseries(

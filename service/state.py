@@ -197,6 +197,19 @@ def encoded_object(members: Mapping[str, Any], texts: Mapping[str, str]) -> Enco
     return EncodedObject(members, "".join(pieces))
 
 
+def json_text(value: Any) -> str:
+    """``value``'s JSON text as :meth:`StateStore.checkpoint` writes a plain value (compact;
+    ``json.loads`` reads it back equal to what ``json.dumps`` would give): for a caller that
+    keeps the texts of parts that do not change, to join them into an
+    :func:`encoded_object`'s member text (e.g. the closed hours of
+    :class:`service.shadow.trend.AgreementTrend`).
+
+    Raises:
+        TypeError: ``value`` is not JSON-serialisable.
+    """
+    return _dumps(value)
+
+
 def _text(value: Any) -> str:
     """The JSON text :meth:`StateStore.checkpoint` writes for ``value`` (not ``None``)."""
     kind = type(value)

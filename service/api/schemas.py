@@ -383,6 +383,9 @@ class ShadowReport(TypedDict):
     candidates: dict[str, CandidateSummary]
     gold: GoldRunStatus
     topics_are: str | None
+    #: per candidate, the replay's sustained verdict on its RBO over event time, live
+    #: (:meth:`service.shadow.trend.AgreementTrend.verdicts`; ``None``: no run tested yet)
+    sustained: dict[str, dict[str, Any] | None]
 
 
 class Disagreements(TypedDict):

@@ -29,15 +29,20 @@ def get_shadow(runtime: RuntimeDep) -> dict[str, Any]:
     reason, latency, agreement with production (RBO_ext of production's ranking as logged and
     the candidate's k passages; overlap@k, Jaccard@k, Kendall's tau, top-1, citation recall
     at k = min(candidate k, production depth): means and counts), the same by language and
-    topic, circuit breaker and queue; plus the latest gold-set run, and ``topics_are`` when
-    the topics are nearest gold topics (the novelty detector untrusted)."""
+    topic, circuit breaker and queue; plus the latest gold-set run, ``topics_are`` when
+    the topics are nearest gold topics (the novelty detector untrusted), and ``sustained``:
+    per candidate, the replay's "over time ... sustained" verdict on its RBO, worked out
+    each event-time hour (``found``, ``beyond_noise``, ``start``, ``question_rbo`` against
+    ``before_question_rbo``, ``p_value`` against ``threshold``; ``None``: no run tested
+    yet)."""
     report = _report(runtime)
     candidates = {
         name: {k: v for k, v in body.items() if k != "disagreements"}
         for name, body in report["candidates"].items()
     }
     return {**report, "candidates": candidates, "gold": runtime.gold_run_status(),
-            "topics_are": runtime.topics_nearest()}  # fmt: skip
+            "topics_are": runtime.topics_nearest(),
+            "sustained": report.get("sustained") or {}}  # fmt: skip
 
 
 @router.get(

@@ -32,6 +32,7 @@ from service.quality.by_group import lowest_group_text
 from service.quality.by_language import flag_agreement_brief, rate_text
 from service.refusals.recall import recall_lines
 from service.refusals.scope import windows_count
+from service.shadow.trend import sustained_line
 
 #: Same-origin endpoints linked from the page.
 LINKS = (("/v1/status", "status JSON"), ("/v1/drift", "drift JSON"),
@@ -159,11 +160,13 @@ def moved_section(
             ]
         )
     shadow = find_extra("shadow", analytics, extras)
-    if shadow is not None:
+    if shadow is not None:  # with the live sustained verdict on RBO (trial 45 H2)
+        sustained = shadow.get("sustained") or {}
         agreement = [
             f"{name}: RBO {num((c.get('agreement') or {}).get('rbo'))}, same first passage "
             f"{pct((c.get('agreement') or {}).get('top1'))} of {c.get('completed', 0)} compared"
             + _span(c)
+            + (f"; {line}" if (line := sustained_line(sustained.get(name))) else "")
             for name, c in (shadow.get("candidates") or {}).items()
         ]
         gold = gold_run_text(shadow, int((quality or {}).get("k") or 10))

@@ -29,14 +29,13 @@ buckets of every run on that state file, as its totals do.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.pipeline import Batch
-from service.quality.over_time import AGREEMENT_FIELDS, KNOWN_FIELDS
+from service.quality.over_time import AGREEMENT_FIELDS, KNOWN_FIELDS, question_key
 from service.shadow.runner import ShadowResult
 
 __all__ = ["TimeSeries", "question_key"]
@@ -50,18 +49,6 @@ def _empty() -> dict[str, Any]:
     return {"languages": Counter(), "topics": Counter(), "answers": 0, "refused": 0,
             "known": [0.0] * len(KNOWN_FIELDS), "agreement": {}, "known_q": {},
             "agreement_q": {}}  # fmt: skip
-
-
-def question_key(question: str) -> str:
-    """A stable key of a question for counting it once per point: the first 12 hex digits of
-    the SHA-1 of its casefolded words joined by single spaces (so a retry that differs only in
-    case or spacing is the same question).
-
-    >>> question_key("Fee  deadline?") == question_key("fee deadline?")
-    True
-    """
-    words = " ".join(question.casefold().split())
-    return hashlib.sha1(words.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
 def _add_question(cells: dict[str, list[float]], key: str, value: float) -> None:

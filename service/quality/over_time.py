@@ -80,6 +80,7 @@ recovery.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -101,8 +102,11 @@ __all__ = [
     "agreement_line",
     "known_line",
     "over_time",
+    "paired_lower",
     "regroup",
+    "question_key",
     "question_means",
+    "sustained_agreement",
     "welch_t_test",
     "width_text",
 ]
@@ -132,6 +136,18 @@ COVER = 0.8
 _MEASURES = {"hit_rate": "hit rates", "rbo": "mean RBOs"}
 #: z of a two-sided 95 % interval.
 Z95 = 1.959963984540054
+
+
+def question_key(question: str) -> str:
+    """A stable key of a question for counting it once per point: the first 12 hex digits of
+    the SHA-1 of its casefolded words joined by single spaces (so a retry that differs only in
+    case or spacing is the same question).
+
+    >>> question_key("Fee  deadline?") == question_key("fee deadline?")
+    True
+    """
+    words = " ".join(question.casefold().split())
+    return hashlib.sha1(words.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
 def regroup(
@@ -267,10 +283,20 @@ def _sustained(
     measure: str,
     min_n: int,
     level: float,
+    latest: bool = False,
 ) -> dict[str, Any] | None:
     """The run of consecutive tested points most clearly *lower* than the points before it
     (module docstring, "A sustained change"), ``None`` when no run has ``min_n`` questions
     asked both inside it and before it.
+
+    With ``latest`` (serve's hourly look, :class:`service.shadow.trend.AgreementTrend`) the
+    result carries ``"latest"`` too: the same choice made among the runs ending at the last
+    tested point only (``{"start", "end", "points", "questions", question_<measure>,
+    before_question_<measure>, "p_value", "tests", "threshold", "beyond_noise"}``, the same
+    Bonferroni ``tests``; ``None`` when no such run is lower). A drop that lasts can lose
+    the lowest p to a run ending a little earlier, by noise, when the paired t saturates (a
+    drop on some questions only: the differences' spread grows with the drop, and every run
+    over it has about the same t), and then not reach the end of the data.
 
     Every run ``[i, j]`` of tested points (``i <= j``; the untested points between them
     included) is compared with its prefix (every bucket before point ``i``) on the questions
@@ -349,9 +375,21 @@ def _sustained(
                    key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
     figures = best[4]
     figures["to_end"] = figures["end"] >= starts[-1] + width
-    return {"found": True, **figures,
-            "test": f"paired t-test on per-question {_MEASURES[measure]}",
-            **_verdict(best[0], tests, level)}  # fmt: skip
+    found = {"found": True, **figures,
+             "test": f"paired t-test on per-question {_MEASURES[measure]}",
+             **_verdict(best[0], tests, level)}  # fmt: skip
+    if latest:
+        last = -(row[tested[-1]] + 1)
+        runs = [run for run in lower if run[2] == last]
+        found["latest"] = None
+        if runs:
+            pick = min(runs, key=lambda run: run[:3])
+            if pick[0] < level / tests:
+                pick = min((run for run in runs if run[0] < level / tests),
+                           key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
+            found["latest"] = {**pick[4], **_verdict(pick[0], tests, level)}
+            found["latest"].pop("to_end", None)
+    return found
 
 
 def _edges(tested: Sequence[float]) -> list[float]:
@@ -522,6 +560,58 @@ def _agreement_track(buckets: Sequence[Mapping[str, Any]], bucket_s: float, name
         worst.update(n=point["n"], rbo=point["rbo"])
     track["worst"] = worst
     return track
+
+
+def sustained_agreement(
+    series: Mapping[str, Any],
+    name: str,
+    min_n: int = MIN_N,
+    level: float = LEVEL,
+    latest: bool = False,
+) -> tuple[float, dict[str, Any] | None]:
+    """``(width, sustained)``: candidate ``name``'s point width (s) and sustained verdict,
+    ``over_time(series, min_n, level)["agreement"][name]``'s ``bucket_s`` and
+    ``sustained`` (equal, value for value), without the rest of its track: no bands, no
+    worst point and its Welch test against the rest of the run (serve's hourly re-judge,
+    :class:`service.shadow.trend.AgreementTrend`, reads only these two; at its bound, 500
+    hourly buckets × 200 questions, the worst point's per-point question means were most of
+    a look's cost: ``python -m benchmarks.bench_shadow_trend``). A point is tested when it
+    holds ``min_n`` distinct questions (the keys of its buckets' ``agreement_questions``,
+    each holding one result or more, as :func:`question_means` counts them). With
+    ``latest``, a found verdict carries ``"latest"``: the run chosen among those reaching the
+    last tested point (:func:`_sustained`).
+
+    Raises:
+        ValueError: ``min_n`` < 2 or ``level`` outside (0, 1).
+    """
+    if min_n < 2 or not 0.0 < level < 1.0:
+        raise ValueError("need min_n >= 2 and 0 < level < 1")
+    buckets = series.get("buckets") or []
+    bucket_s = float(series.get("bucket_s") or 3600.0)
+    width, grouped = _choose(buckets, bucket_s, _agreement_sums(name), min_n)
+    cells = _agreement_questions(name)
+    keys: dict[float, set[str]] = {}
+    for bucket in buckets:
+        start = math.floor(float(bucket["start"]) / width) * width
+        keys.setdefault(start, set()).update(k for k, v in cells(bucket).items() if v[0])
+    points = [{"start": start, "questions": len(keys.get(start, ()))}
+              for start, values in grouped if values[0] >= min_n]  # fmt: skip
+    return width, _sustained(buckets, points, width, cells, "rbo", min_n, level, latest)
+
+
+def paired_lower(
+    before: Mapping[str, float], after: Mapping[str, float]
+) -> tuple[int, float, float]:
+    """The paired t-test (Student 1908, as :func:`_sustained`'s) of the questions in both
+    ``before`` and ``after`` (question key → its mean): ``(pairs, mean of after − before,
+    two-sided p)``; ``(pairs, nan, 1.0)`` under 2 pairs. Constant differences: p 1 when
+    they are 0, else 0."""
+    keys = sorted(before.keys() & after.keys())
+    if len(keys) < 2:
+        return len(keys), math.nan, 1.0
+    diffs = np.array([[after[k] - before[k] for k in keys]])
+    n, mean, p = _paired_many(diffs, np.ones_like(diffs, dtype=bool))
+    return int(n[0]), float(mean[0]), float(p[0])
 
 
 def over_time(

@@ -68,6 +68,7 @@ from service.runtime.analytics import (
 from service.settings import Settings
 from service.shadow.runner import ShadowRunner
 from service.shadow.stage import ShadowStage
+from service.shadow.trend import AgreementTrend
 from service.state import StateError, StateStore
 from service.telemetry import (
     PRODUCTION,
@@ -472,7 +473,18 @@ def build_live(
                                       corpus.passages if settings.corpus else None,
                                       memo=memo)  # fmt: skip
         runner = ShadowRunner(settings.shadow, retrievers, backpressure=replay)
-        shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay)
+        # serve's agreement over event time, for the replay's sustained verdict live (a
+        # replay's series keeps the same; trial 45 H2)
+        trend = (
+            None
+            if replay
+            else AgreementTrend(
+                min_n=max(2, settings.analytics.quality_min_class),
+                future_tolerance_s=settings.analytics.drift.future_tolerance_s,
+            )
+        )
+        shadow_stage = ShadowStage(runner, listeners=listeners, synchronous=replay,
+                                   trend=trend)  # fmt: skip
         stages.append(shadow_stage)
     if harvest is not None:
         stages.append(harvest)

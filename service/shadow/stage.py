@@ -73,6 +73,8 @@ from typing_extensions import TypedDict
 from service.pipeline import Batch
 from service.shadow.not_compared import NotCompared, count
 from service.shadow.runner import SKIP_REASONS, LaneStats, ShadowResult, ShadowRunner
+from service.shadow.trend import AgreementTrend
+from service.state import encoded_object
 
 __all__ = [
     "BREAKDOWN_METRICS",
@@ -203,6 +205,9 @@ class ShadowStageReport(TypedDict):
     rbo_p: float
     results_dropped: int
     candidates: dict[str, CandidateReport]
+    #: the live service's: each candidate's sustained verdict on its RBO over event time
+    #: (:meth:`service.shadow.trend.AgreementTrend.verdicts`; ``None``: no run tested yet)
+    sustained: NotRequired[dict[str, dict[str, Any] | None]]
     #: the status page's: the service's gold-set runs (``Runtime.gold_run_status``), for
     #: the latest run's paired comparisons beside the live agreement
     gold: NotRequired[Mapping[str, object]]
@@ -442,6 +447,10 @@ class ShadowStage:
 
         synchronous: replay mode (module docstring): each batch waits for its shadow calls
             and folds their results in event order; the report has no latencies.
+        trend: the live service's agreement over event time and its sustained verdict
+            (:class:`~service.shadow.trend.AgreementTrend`; a replay's series keeps its
+            own): fed every finished result, checkpointed with the stage, its verdicts in
+            the report (``sustained``) and the pending observations.
 
     The configuration's ``max_disagreements`` and ``max_label_values`` bound the report.
     """
@@ -454,10 +463,12 @@ class ShadowStage:
         runner: ShadowRunner,
         listeners: Sequence[Callable[[ShadowResult], None]] = (),
         synchronous: bool = False,
+        trend: AgreementTrend | None = None,
     ) -> None:
         self.runner = runner
         self.listeners = list(listeners)
         self.synchronous = synchronous
+        self.trend = trend
         config = runner.config
         self._candidates = {
             name: _Candidate(config.max_label_values, config.max_disagreements)
@@ -544,6 +555,9 @@ class ShadowStage:
             values = self._candidates[name].add(result)
             for listener in self.listeners:
                 listener(result)
+            if self.trend is not None and result.error is None and result.agreement:
+                self.trend.add(result.timestamp.timestamp(), name, result.agreement.rbo,
+                               result.agreement.overlap, result.question)  # fmt: skip
             pending["latency_seconds"][name].append(result.latency_s)
             if result.error is not None:
                 pending["errors"][name][result.error] += 1
@@ -569,6 +583,8 @@ class ShadowStage:
         path never calls this."""
         idle = self.runner.wait_idle(timeout_s)
         self.collect()
+        if self.trend is not None:  # the input ended: the latest bucket is judged too
+            self.trend.close_input()
         return idle
 
     def settle(self, timeout_s: float, stop: threading.Event | None = None) -> int:
@@ -676,6 +692,8 @@ class ShadowStage:
         pending["lost"] = {name: dict(c) for name, c in pending["lost"].items()}
         pending["errors"] = {name: dict(c) for name, c in pending["errors"].items()}
         pending["runner"] = self.runner.stats()
+        if self.trend is not None:
+            pending["sustained"] = self.trend.verdicts()
         return pending
 
     def report(self) -> ShadowStageReport:
@@ -689,18 +707,30 @@ class ShadowStage:
             else:
                 report["runner"] = stats[name]  # a lane per candidate (runner.candidates)
             candidates[name] = report
-        return {
+        whole: ShadowStageReport = {
             "rbo_p": self.runner.config.rbo_p,
             "results_dropped": self.runner.results_dropped,
             "candidates": candidates,
         }
+        if self.trend is not None:
+            whole["sustained"] = self.trend.verdicts()
+        return whole
 
     def state_snapshot(self) -> Any:
-        """Return the aggregates of every candidate (JSON-able)."""
-        return {
+        """Return the aggregates of every candidate (JSON-able), with its JSON text
+        (:class:`service.state.EncodedObject`): the trend's part is its own kept text
+        (:meth:`service.shadow.trend.AgreementTrend.state`: only its changed buckets are
+        encoded again)."""
+        state: dict[str, Any] = {
             "version": _VERSION,
             "candidates": {name: agg.state() for name, agg in self._candidates.items()},
         }
+        texts: dict[str, str] = {}
+        if self.trend is not None:
+            trend = state["trend"] = self.trend.state()
+            if trend.text is not None:
+                texts["trend"] = trend.text
+        return encoded_object(state, texts)
 
     def restore(self, state: Any) -> None:
         """Load aggregates saved by :meth:`state_snapshot`; other versions are ignored."""
@@ -712,4 +742,6 @@ class ShadowStage:
                 # here for goldwatch_shadow_not_compared_total (cause interrupted)
                 lost = self._candidates[name].load(saved)
                 self._pending["lost"][name]["interrupted"] += lost
+        if self.trend is not None:
+            self.trend.load(state.get("trend"), candidates=self._candidates)
         self._publish()

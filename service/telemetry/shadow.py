@@ -14,6 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
+from service.shadow.trend import stands as trend_stands
 from service.telemetry.conventions import NEAREST_HELP, OTHER, bounded_label
 from service.telemetry.conventions import finite as _finite
 from service.telemetry.conventions import metric_name as _name
@@ -85,6 +86,9 @@ class ShadowMetrics:
     goldwatch_shadow_breaker_state                    gauge     retriever, state (1/0)
     goldwatch_shadow_breaker_opened_total             counter   retriever
     goldwatch_shadow_results_dropped_total            counter
+    goldwatch_shadow_rbo_lower_sustained              gauge     retriever (1 while it stands)
+    goldwatch_shadow_rbo_lower_effect                 gauge     retriever (RBO before - in)
+    goldwatch_shadow_rbo_lower_since_seconds          gauge     retriever (its start, Unix s)
     goldwatch_gold_recall                             gauge     retriever, k, kind
     goldwatch_gold_hit_rate                           gauge     retriever, k, kind
     goldwatch_gold_ndcg                               gauge     retriever, k, kind
@@ -117,6 +121,9 @@ class ShadowMetrics:
     breaker_state: Gauge
     breaker_opened: Counter
     results_dropped: Counter
+    rbo_lower: Gauge
+    rbo_lower_effect: Gauge
+    rbo_lower_since: Gauge
     gold_recall: Gauge
     gold_hit_rate: Gauge
     gold_ndcg: Gauge
@@ -199,6 +206,25 @@ class ShadowMetrics:
             if opened > seen:
                 self.breaker_opened.labels(retriever=retriever).inc(opened - seen)
             self._opened_seen[name] = opened
+        for name, verdict in pending.get("sustained", {}).items():
+            self.observe_sustained(name, verdict)
+
+    def observe_sustained(self, name: str, verdict: Mapping[str, Any] | None) -> None:
+        """Mirror candidate ``name``'s sustained verdict on its RBO over event time
+        (:meth:`service.shadow.trend.AgreementTrend.verdicts`) into the
+        ``goldwatch_shadow_rbo_lower_*`` gauges: 1, the drop (mean RBO before the run minus
+        in it, per question) and the run's start while a drop stands
+        (:func:`service.shadow.trend.stands`: beyond noise, reaching the latest judged
+        point, at consecutive looks); 0, 0, 0 otherwise (a drop that recovered too)."""
+        retriever = self.retriever(name)
+        stands = trend_stands(verdict)  # reaching the latest point, confirmed (trial 45 H2)
+        self.rbo_lower.labels(retriever=retriever).set(float(stands))
+        effect = since = 0.0
+        if stands and verdict is not None:
+            effect = _finite(verdict["before_question_rbo"] - verdict["question_rbo"])
+            since = _finite(verdict["start"])
+        self.rbo_lower_effect.labels(retriever=retriever).set(effect)
+        self.rbo_lower_since.labels(retriever=retriever).set(since)
 
     def _observe_not_compared(self, pending: Mapping[str, Any]) -> None:
         """``goldwatch_shadow_not_compared_total``: every event whose comparison will not
@@ -354,6 +380,19 @@ def build_shadow_metrics(
                                "breaker opened.", ["retriever"]),
         results_dropped=counter("shadow_results_dropped", "Finished shadow results dropped "
                                 "because the result buffer was full."),
+        rbo_lower=gauge("shadow_rbo_lower_sustained", "1 while a candidate's RBO with "
+                        "production stands lower beyond noise since a point in event time "
+                        "than before it (the replay's sustained verdict: paired t-test on "
+                        "per-question mean RBOs, Bonferroni over the runs scanned at 0.05; "
+                        "worked out each event-time hour; the drop reaches the latest hour, "
+                        "its last quarter lower too, at 3 consecutive hourly looks), else 0 "
+                        "(a drop that recovered too).", ["retriever"]),
+        rbo_lower_effect=gauge("shadow_rbo_lower_effect", "While "
+                               "shadow_rbo_lower_sustained is 1: the mean RBO per question "
+                               "before the drop minus in it; else 0.", ["retriever"]),
+        rbo_lower_since=gauge("shadow_rbo_lower_since_seconds", "While "
+                              "shadow_rbo_lower_sustained is 1: the event time the drop "
+                              "began (Unix seconds); else 0.", ["retriever"]),
         gold_recall=gauge("gold_recall", "Gold-set recall@k of the latest gold-set run.",
                           ["retriever", "k", "kind"]),
         gold_hit_rate=gauge("gold_hit_rate", "Gold-set hit rate@k of the latest run.",
@@ -412,4 +451,5 @@ def build_shadow_metrics(
         for cause in SHADOW_NOT_COMPARED:
             metrics.not_compared.labels(retriever=name, cause=cause)
         metrics.request_duration.labels(retriever=name)
+        metrics.observe_sustained(name, None)  # 0 until a verdict stands
     return metrics
