@@ -8,6 +8,10 @@ suggestion's ``c-…`` id, ``gold: []`` and no ``kind`` until a labeller fills t
 folder of ``FILE`` must exist (it is not created, as with a shell redirection); an existing
 file is replaced. It reads the SQLite state file of ``goldwatch serve`` (or of
 ``goldwatch replay --state``), which may be running: the file is in WAL mode and only read.
+With ``--from-records FILE`` it reads instead the records of the compacted suggestions topic
+(one JSON value a line, oldest first, as a console consumer prints them) and merges each
+question's records from the replicas (:mod:`service.harvest.merge`: counts summed, reasons
+unioned); the topic holds no decisions, so a question decided on a replica is exported again.
 
 Exit codes: 0 success; 2 bad usage, configuration, an unusable state file or an output that
 cannot be written (one line on stderr naming the path and the problem).
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -61,12 +65,24 @@ def candidates_group() -> None:
 @click.option("--config", "config", type=FilePath(path_type=Path, dir_okay=False),
               envvar="GOLDWATCH_CONFIG", default=None, help="YAML configuration file.")  # fmt: skip
 @click.option(
+    "--from-records",
+    "records_path",
+    type=FilePath(path_type=Path, dir_okay=False),
+    default=None,
+    help="JSONL of the suggestions topic's record values (oldest first), merged over "
+    "replicas; read instead of a state file.",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="The first N of that order only."
 )
 @click.option("--out", required=True, metavar="FILE|-",
               help="JSONL file to write (its folder must exist), or - for stdout.")  # fmt: skip
 def export_command(
-    state_path: Path | None, config: Path | None, limit: int | None, out: str
+    state_path: Path | None,
+    config: Path | None,
+    records_path: Path | None,
+    limit: int | None,
+    out: str,
 ) -> None:
     """Write the undecided suggestions as gold-set JSONL to OUT (- for stdout), in the order a
     labeller should take them: balanced over topics and languages (each topic and language in
@@ -79,8 +95,10 @@ def export_command(
     from service.state import StateError, StateStore
 
     _check_out(out)
+    if records_path is not None and state_path is not None:
+        _fail("give --state or --from-records, not both")
     harvest = HarvestConfig()
-    if state_path is None or config is not None:
+    if (state_path is None and records_path is None) or config is not None:
         from service.settings import ConfigError, load_settings
 
         try:
@@ -89,13 +107,17 @@ def export_command(
             _fail(str(exc))
         harvest = getattr(settings, "harvest", harvest)
         state_path = state_path or settings.state.path
-    if not state_path.is_file():
-        _fail(f"state file not found: {state_path}")
-    try:
-        with StateStore.open(state_path) as store:
-            rows = export_rows(StateStoreCandidates(store), harvest, limit)
-    except StateError as exc:
-        _fail(str(exc))
+    if records_path is not None:
+        rows = _rows_from_records(records_path, harvest, limit)
+    else:
+        assert state_path is not None
+        if not state_path.is_file():
+            _fail(f"state file not found: {state_path}")
+        try:
+            with StateStore.open(state_path) as store:
+                rows = export_rows(StateStoreCandidates(store), harvest, limit)
+        except StateError as exc:
+            _fail(str(exc))
     target = sys.stdout.buffer if out == STDOUT else Path(out)
     try:
         count = write_jsonl(rows, target)
@@ -105,3 +127,24 @@ def export_command(
         click.echo(f"{count} suggestion(s) -> stdout", err=True)
     else:
         click.echo(f"{count} suggestion(s) -> {out}")
+
+
+def _rows_from_records(path: Path, harvest: Any, limit: int | None) -> list[Any]:
+    """Export rows from the topic's record values in ``path``, merged over replicas."""
+    import json
+
+    from service.harvest.export import export_rows
+    from service.harvest.merge import merge_records
+    from service.harvest.store import MemoryCandidates
+
+    if not path.is_file():
+        _fail(f"records file not found: {path}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines if line.strip()]
+        merged = merge_records(records)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        _fail(f"cannot read suggestion records from {path}: {exc}")
+    repository = MemoryCandidates()
+    repository.publish(merged)
+    return list(export_rows(repository, harvest, limit))
