@@ -11,7 +11,13 @@ file is replaced. It reads the SQLite state file of ``goldwatch serve`` (or of
 With ``--from-records FILE`` it reads instead the records of the compacted suggestions topic
 (one JSON value a line, oldest first, as a console consumer prints them) and merges each
 question's records from the replicas (:mod:`service.harvest.merge`: counts summed, reasons
-unioned); the topic holds no decisions, so a question decided on a replica is exported again.
+unioned); the topic holds no decisions, so the gold set (``--gold FILE``, else ``gold_set:``
+of ``--config``) is read and a suggestion whose question duplicates a gold row by harvest's
+rule (:func:`service.harvest.labelling.duplicated_gold_row`, ``harvest.similarity``) is left
+out and counted in the summary line: an accepted question is not exported again. Rejections
+are not shared: a question rejected on a replica is exported again. Each (question, writer)
+record is summed: a replica that re-read events already counted under an earlier writer id
+(new state and offsets reset to earliest) counts them twice (see ``docs/runbook.md``).
 
 Exit codes: 0 success; 2 bad usage, configuration, an unusable state file or an output that
 cannot be written (one line on stderr naming the path and the problem).
@@ -73,6 +79,14 @@ def candidates_group() -> None:
     "replicas; read instead of a state file.",
 )
 @click.option(
+    "--gold",
+    "gold_path",
+    type=FilePath(path_type=Path, dir_okay=False),
+    default=None,
+    help="Gold-set JSONL whose questions --from-records leaves out (default: gold_set of "
+    "--config).",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="The first N of that order only."
 )
 @click.option("--out", required=True, metavar="FILE|-",
@@ -81,6 +95,7 @@ def export_command(
     state_path: Path | None,
     config: Path | None,
     records_path: Path | None,
+    gold_path: Path | None,
     limit: int | None,
     out: str,
 ) -> None:
@@ -97,6 +112,8 @@ def export_command(
     _check_out(out)
     if records_path is not None and state_path is not None:
         _fail("give --state or --from-records, not both")
+    if gold_path is not None and records_path is None:
+        _fail("--gold goes with --from-records (a state file holds its decisions)")
     harvest = HarvestConfig()
     if (state_path is None and records_path is None) or config is not None:
         from service.settings import ConfigError, load_settings
@@ -107,8 +124,14 @@ def export_command(
             _fail(str(exc))
         harvest = getattr(settings, "harvest", harvest)
         state_path = state_path or settings.state.path
+        gold_path = gold_path or settings.gold_set
+    note = ""
     if records_path is not None:
-        rows = _rows_from_records(records_path, harvest, limit)
+        rows, in_gold = _rows_from_records(records_path, harvest, limit, gold_path)
+        note = (f"; {in_gold} left out as already in the gold set {gold_path}"
+                if gold_path is not None
+                else "; no gold set given (--gold or --config): accepted questions not "
+                     "left out")  # fmt: skip
     else:
         assert state_path is not None
         if not state_path.is_file():
@@ -124,16 +147,37 @@ def export_command(
     except OSError as exc:
         _fail(f"cannot write {'stdout' if out == STDOUT else out}: {exc.strerror or exc}")
     if out == STDOUT:
-        click.echo(f"{count} suggestion(s) -> stdout", err=True)
+        click.echo(f"{count} suggestion(s) -> stdout{note}", err=True)
     else:
-        click.echo(f"{count} suggestion(s) -> {out}")
+        click.echo(f"{count} suggestion(s) -> {out}{note}")
 
 
-def _rows_from_records(path: Path, harvest: Any, limit: int | None) -> list[Any]:
-    """Export rows from the topic's record values in ``path``, merged over replicas."""
+def _gold_rows(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of the gold-set JSONL ``path`` (blank lines skipped); exits 2 if it
+    cannot be read or a line is not a JSON object."""
+    import json
+
+    if not path.is_file():
+        _fail(f"gold set not found: {path}")
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip()]  # fmt: skip
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        _fail(f"cannot read gold set {path}: {exc}")
+    if not all(isinstance(row, dict) for row in rows):
+        _fail(f"cannot read gold set {path}: a line is not a JSON object")
+    return rows
+
+
+def _rows_from_records(
+    path: Path, harvest: Any, limit: int | None, gold_path: Path | None
+) -> tuple[list[Any], int]:
+    """Export rows from the topic's record values in ``path``, merged over replicas, without
+    the questions that duplicate a row of ``gold_path``; and how many were left out."""
     import json
 
     from service.harvest.export import export_rows
+    from service.harvest.labelling import duplicated_gold_row
     from service.harvest.merge import merge_records
     from service.harvest.store import MemoryCandidates
 
@@ -142,9 +186,13 @@ def _rows_from_records(path: Path, harvest: Any, limit: int | None) -> list[Any]
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
         records = [json.loads(line) for line in lines if line.strip()]
-        merged = merge_records(records)
+        merged = merge_records(records, harvest.max_variants)
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         _fail(f"cannot read suggestion records from {path}: {exc}")
+    gold = _gold_rows(gold_path) if gold_path is not None else []
+    kept = [r for r in merged
+            if duplicated_gold_row(str(r.get("question", "")), gold, harvest.similarity,
+                                   r.get("role")) is None]  # fmt: skip
     repository = MemoryCandidates()
-    repository.publish(merged)
-    return list(export_rows(repository, harvest, limit))
+    repository.publish(kept)
+    return list(export_rows(repository, harvest, limit)), len(merged) - len(kept)

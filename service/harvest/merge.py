@@ -15,7 +15,8 @@ process reading every partition would hold:
 * ``first_seen`` / ``last_seen``: the earliest / latest;
 * ``events``: the most recent ids of all replicas (at most ``RECENT_EVENTS``, by the replica
   whose ``last_seen`` is latest first);
-* ``variants``: the distinct wordings, the first asker's first;
+* ``variants``: the distinct wordings, the first asker's first, at most ``max_variants``
+  (``harvest.max_variants``; ``None``: all);
 * ``pool``: every passage, each retriever's best (lowest) rank;
 * ``gap`` and ``gap_dimension``: the largest gap and its dimension;
 * ``id``, ``question``, ``language``, ``topic``, ``role``, ``source``, ``trace_id``: those of
@@ -26,6 +27,12 @@ process reading every partition would hold:
 A record without ``writer`` was written by a version keying the topic by the question alone
 (last writer wins): it is used only for a question no writer-keyed record has (otherwise it
 would count the same events twice). Same records in, same records out (writers sorted).
+
+Records of distinct writers are summed, whatever they counted: a replica that starts with a
+new writer id (its state file lost, e.g. Helm's ``emptyDir``) *and* re-reads events an
+earlier writer already counted (offsets reset to earliest, or its group's offsets expired
+with ``auto_offset_reset: earliest``) counts those events twice in the merge. After such a
+reset, start a new suggestions topic or leave the earlier writers' records out of the dump.
 """
 
 from __future__ import annotations
@@ -53,7 +60,9 @@ def latest_per_writer(
     return latest
 
 
-def merge_question(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def merge_question(
+    records: Iterable[Mapping[str, Any]], max_variants: int | None = None
+) -> dict[str, Any]:
     """One record from the records of one question by distinct writers (module docstring).
 
     Raises:
@@ -91,15 +100,18 @@ def merge_question(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for r in sorted(ordered, key=lambda r: r.get("last_seen") or "", reverse=True):
         events.extend(e for e in reversed(list(r.get("events") or ())) if e not in events)
     merged.update(
-        reasons=reasons, variants=variants, pool=pool, gap=gap, gap_dimension=dimension,
+        reasons=reasons, pool=pool, gap=gap, gap_dimension=dimension,
         events=list(reversed(events[:RECENT_EVENTS])),
+        variants=variants if max_variants is None else variants[:max_variants],
         writers=sorted(str(r.get("writer") or "") for r in ordered),
     )  # fmt: skip
     merged.pop("writer", None)
     return merged
 
 
-def merge_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def merge_records(
+    records: Iterable[Mapping[str, Any]], max_variants: int | None = None
+) -> list[dict[str, Any]]:
     """One merged record per question from a topic's records (oldest first), ordered by
     ``normalised``: the last record of each writer (:func:`latest_per_writer`), merged
     (:func:`merge_question`); a question's writer-less (older version's) record only when
@@ -115,5 +127,5 @@ def merge_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for question in sorted(by_question):
         group = by_question[question]
         keyed = [r for r in group if r.get("writer")]
-        merged.append(merge_question(keyed or group))
+        merged.append(merge_question(keyed or group, max_variants))
     return merged

@@ -132,3 +132,47 @@ def test_export_takes_a_state_or_records_not_both(tmp_path: Path, state: Path) -
     args = ["export", "--state", str(state), "--from-records", str(state), "--out", "-"]
     result = CliRunner().invoke(candidates_group, args)
     assert result.exit_code == 2 and "not both" in result.output
+
+
+def test_export_from_records_leaves_out_the_questions_of_the_gold_set(tmp_path: Path) -> None:
+    """The topic carries no decisions: "bus pass fee", accepted on replica A as gold row
+    q-001 "Bus pass fee?", is in the gold set, and the merged export must not list it again
+    (same comparison form and role, as an accept writes it: harvest's gold-duplicate rule).
+    Only the Aadhaar question is left,
+    and the summary says one suggestion was left out."""
+    a, b = TopicCapture("a"), TopicCapture("b")
+    HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[a]).process(batch(
+        [event("e1", "bus pass fee"), event("e3", "aadhaar 2341 2341 2346 lost, hostel form?")],
+        [{"refused": True}, {"under_refusal": True}]))  # fmt: skip
+    HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[b]).process(
+        batch([event("e2", "Bus pass fee?")], [{"refused": True}])
+    )
+    records = tmp_path / "topic.jsonl"
+    records.write_bytes(b"".join(v + b"\n" for v in a.values + b.values))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "q-001", "question": "Bus pass fee?", "gold": ["p-1"],
+                                "kind": "plain", "role": "student"}) + "\n\n")  # fmt: skip
+    out = tmp_path / "candidates.jsonl"
+    result = CliRunner().invoke(candidates_group, ["export", "--from-records", str(records),
+                                                   "--gold", str(gold), "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["question"], r["count"]) for r in rows] == [
+        ("aadhaar <AADHAAR> lost, hostel form?", 1)
+    ]
+    assert f"1 suggestion(s) -> {out}; 1 left out as already in the gold set {gold}" in (
+        result.output
+    )
+
+
+def test_export_from_records_says_when_no_gold_set_was_given(tmp_path: Path) -> None:
+    records = tmp_path / "topic.jsonl"
+    a = TopicCapture("a")
+    HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[a]).process(
+        batch([event("e1", "bus pass fee")], [{"refused": True}])
+    )
+    records.write_bytes(b"".join(v + b"\n" for v in a.values))
+    result = CliRunner().invoke(candidates_group, ["export", "--from-records", str(records),
+                                                   "--out", str(tmp_path / "o.jsonl")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "no gold set given" in result.output

@@ -79,3 +79,13 @@ def test_distinct_questions_stay_apart_and_come_out_sorted() -> None:
 def test_nothing_to_merge_is_an_error() -> None:
     with pytest.raises(ValueError):
         merge_question([])
+
+
+def test_merged_variants_are_capped_at_max_variants() -> None:
+    """Two writers with three wordings each: six distinct, the first asker's first; capped at
+    harvest.max_variants 3 the first three of that order are kept."""
+    x = {"normalised": "q", "writer": "x", "count": 1, "first_seen": "2026-01-01T00:00:00Z",
+         "last_seen": "2026-01-01T00:00:00Z", "variants": ["a", "b", "c"]}  # fmt: skip
+    y = dict(x, writer="y", first_seen="2026-01-02T00:00:00Z", variants=["d", "e", "f"])
+    assert merge_records([y, x], max_variants=3)[0]["variants"] == ["a", "b", "c"]
+    assert merge_records([y, x])[0]["variants"] == ["a", "b", "c", "d", "e", "f"]
