@@ -14,7 +14,8 @@ question's records from the replicas (:mod:`service.harvest.merge`: counts summe
 unioned); the topic holds no decisions, so the gold set (``--gold FILE``, else ``gold_set:``
 of ``--config``) is read and a suggestion whose question duplicates a gold row by harvest's
 rule (:func:`service.harvest.labelling.duplicated_gold_row`, ``harvest.similarity``) is left
-out and counted in the summary line: an accepted question is not exported again. Rejections
+out and counted in the summary line: an accepted question is not exported again.
+``--skip-writers W1,W2`` leaves out the records of those writer ids before merging. Rejections
 are not shared: a question rejected on a replica is exported again. Each (question, writer)
 record is summed: a replica that re-read events already counted under an earlier writer id
 (new state and offsets reset to earliest) counts them twice (see ``docs/runbook.md``).
@@ -87,6 +88,14 @@ def candidates_group() -> None:
     "--config).",
 )
 @click.option(
+    "--skip-writers",
+    "skip_writers",
+    default="",
+    metavar="W1,W2",
+    help='With --from-records: leave out the records of these writer ids ("writer" in a '
+    "record), e.g. the earlier writers of a replica that re-read from earliest.",
+)
+@click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="The first N of that order only."
 )
 @click.option("--out", required=True, metavar="FILE|-",
@@ -96,6 +105,7 @@ def export_command(
     config: Path | None,
     records_path: Path | None,
     gold_path: Path | None,
+    skip_writers: str,
     limit: int | None,
     out: str,
 ) -> None:
@@ -114,6 +124,9 @@ def export_command(
         _fail("give --state or --from-records, not both")
     if gold_path is not None and records_path is None:
         _fail("--gold goes with --from-records (a state file holds its decisions)")
+    skipped = frozenset(w.strip() for w in skip_writers.split(",") if w.strip())
+    if skipped and records_path is None:
+        _fail("--skip-writers goes with --from-records")
     harvest = HarvestConfig()
     if (state_path is None and records_path is None) or config is not None:
         from service.settings import ConfigError, load_settings
@@ -127,7 +140,7 @@ def export_command(
         gold_path = gold_path or settings.gold_set
     note = ""
     if records_path is not None:
-        rows, in_gold = _rows_from_records(records_path, harvest, limit, gold_path)
+        rows, in_gold = _rows_from_records(records_path, harvest, limit, gold_path, skipped)
         note = (f"; {in_gold} left out as already in the gold set {gold_path}"
                 if gold_path is not None
                 else "; no gold set given (--gold or --config): accepted questions not "
@@ -170,10 +183,15 @@ def _gold_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _rows_from_records(
-    path: Path, harvest: Any, limit: int | None, gold_path: Path | None
+    path: Path,
+    harvest: Any,
+    limit: int | None,
+    gold_path: Path | None,
+    skipped: frozenset[str] = frozenset(),
 ) -> tuple[list[Any], int]:
-    """Export rows from the topic's record values in ``path``, merged over replicas, without
-    the questions that duplicate a row of ``gold_path``; and how many were left out."""
+    """Export rows from the topic's record values in ``path`` (those of writers in ``skipped``
+    left out), merged over replicas, without the questions that duplicate a row of
+    ``gold_path``; and how many were left out as in the gold set."""
     import json
 
     from service.harvest.export import export_rows
@@ -186,6 +204,7 @@ def _rows_from_records(
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
         records = [json.loads(line) for line in lines if line.strip()]
+        records = [r for r in records if str(r.get("writer") or "") not in skipped]
         merged = merge_records(records, harvest.max_variants)
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         _fail(f"cannot read suggestion records from {path}: {exc}")

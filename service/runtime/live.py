@@ -324,8 +324,13 @@ def harvest_writer_id(state: StateStore | None) -> str:
     """This replica's writer id on the suggestions topic (16 hex digits): the one kept in
     ``state`` (so a restart from the same state file goes on with its own records), else a
     new random one, kept there. Without a state (or one that cannot be written) the id is
-    new at every start: the records of a previous run stay under their own id, and as that
-    run's counts restart from nothing too, the merge counts each event once.
+    new at every start: the records of a previous run stay under their own id (the topic
+    grows by one record per question per writer). The merge
+    (:func:`service.harvest.merge.merge_records`) counts each event once only if the new
+    writer reads on from the group's committed offsets; if it re-reads events an earlier
+    writer counted (offsets reset to earliest, or expired with ``auto_offset_reset:
+    earliest``), the merge counts them twice — start a new topic or leave the earlier
+    writers' records out (docs/runbook.md).
     """
     kept = state.get(HARVEST_WRITER_KEY) if state is not None else None
     if isinstance(kept, str) and kept:

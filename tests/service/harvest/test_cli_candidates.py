@@ -153,8 +153,8 @@ def test_export_from_records_leaves_out_the_questions_of_the_gold_set(tmp_path: 
     gold.write_text(json.dumps({"id": "q-001", "question": "Bus pass fee?", "gold": ["p-1"],
                                 "kind": "plain", "role": "student"}) + "\n\n")  # fmt: skip
     out = tmp_path / "candidates.jsonl"
-    result = CliRunner().invoke(candidates_group, ["export", "--from-records", str(records),
-                                                   "--gold", str(gold), "--out", str(out)])  # fmt: skip
+    args = ["export", "--from-records", str(records), "--gold", str(gold), "--out", str(out)]
+    result = CliRunner().invoke(candidates_group, args)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["question"], r["count"]) for r in rows] == [
@@ -176,3 +176,23 @@ def test_export_from_records_says_when_no_gold_set_was_given(tmp_path: Path) -> 
                                                    "--out", str(tmp_path / "o.jsonl")])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "no gold set given" in result.output
+
+
+def test_export_from_records_skips_the_writers_named(tmp_path: Path) -> None:
+    """Writer "old" counted e1 before its state was lost; writer "new" re-read e1 from
+    earliest. Merged, "bus pass fee" counts 2 (e1 twice); with --skip-writers old it counts
+    the one ask."""
+    old, new = TopicCapture("old"), TopicCapture("new")
+    for sink in (old, new):
+        HarvestStage(HarvestConfig(flush_interval_s=0), sinks=[sink]).process(
+            batch([event("e1", "bus pass fee")], [{"refused": True}])
+        )
+    records = tmp_path / "topic.jsonl"
+    records.write_bytes(b"".join(v + b"\n" for v in old.values + new.values))
+    counts = []
+    for extra in ([], ["--skip-writers", "old"]):
+        result = CliRunner().invoke(candidates_group, ["export", "--from-records", str(records),
+                                                       *extra, "--out", "-"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        counts.append([json.loads(line)["count"] for line in result.stdout.splitlines()])
+    assert counts == [[2], [1]]
