@@ -1,10 +1,16 @@
-"""Publish gold-question suggestions to a compacted Kafka topic keyed by the normalised question.
+"""Publish gold-question suggestions to a compacted Kafka topic keyed by question and replica.
 
 Every replica publishes the full current record of each changed suggestion (a
 :class:`service.harvest.store.CandidateSink`); the key is the suggestion's normalised question
-(UTF-8), so log compaction keeps one record per question whichever replica wrote it, and a
-replay or restart overwrites rather than duplicates. The value is the record as compact UTF-8
-JSON; every text in it was scrubbed of personal data by the harvest stage.
+and the replica's writer id (UTF-8, :func:`candidate_key`), so log compaction keeps each
+replica's latest record of each question, and a replay or restart from the same state
+overwrites rather than duplicates. Each replica's record counts the events of its own
+partitions only: a reader merges a question's records (:mod:`service.harvest.merge`,
+``goldwatch candidates export --from-records``) — counts summed, reasons unioned, first and
+last seen the min and max. (Keyed by the question alone, as before, the last replica to
+write won and the others' counts were lost: trial 46 F1.) The value is the record plus its
+``writer``, as compact UTF-8 JSON; every text in it was scrubbed of personal data by the
+harvest stage.
 
 The topic is created with ``cleanup.policy=compact`` when missing (an existing topic is used
 as it is; a warning is logged when its policy does not compact: ``compact,delete``, which
@@ -19,7 +25,8 @@ read by the labelling API). The harvest stage gives this sink no record its repo
 state store, listed first) refused as decided in the same flush, nor one it knows decided;
 what it cannot know: a decision kept between the repository's write and this produce, or in
 another replica's state file (the record the replica publishes may follow the decision
-there). A decided question's last record stays on the topic (no tombstones, above).
+there). A decided question's last record stays on the topic (no tombstones, above), and
+the other replicas, which do not know the decision, go on publishing theirs (trial 46 F7).
 
 The sink connects lazily: building it never calls the broker, so a broker that is down when
 ``serve`` starts cannot stop the service (the consumer reports it as not ready and retries).
@@ -47,14 +54,17 @@ log = logging.getLogger(__name__)
 COMPACT = {"cleanup.policy": "compact"}
 
 
-def candidate_key(record: Mapping[str, Any]) -> bytes:
-    """The message key of a record: its normalised question, UTF-8."""
-    return str(record["normalised"]).encode("utf-8")
+def candidate_key(record: Mapping[str, Any], writer: str) -> bytes:
+    """The message key of a record: its normalised question, a newline (never in a
+    normalised question) and ``writer`` (the publishing replica's writer id), UTF-8."""
+    return f"{record['normalised']}\n{writer}".encode()
 
 
-def candidate_value(record: Mapping[str, Any]) -> bytes:
-    """The message value of a record: compact UTF-8 JSON."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def candidate_value(record: Mapping[str, Any], writer: str) -> bytes:
+    """The message value of a record: the record plus ``"writer": writer``, compact UTF-8
+    JSON."""
+    value = {**record, "writer": writer}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class KafkaCandidateSink:
@@ -62,6 +72,8 @@ class KafkaCandidateSink:
 
     :param config: connection and security settings (those of the Kafka source).
     :param topic: the compacted suggestions topic.
+    :param writer: this replica's writer id (non-empty; kept in its state file, so a restart
+        from the same state keeps it), part of every key and value.
     :param partitions: partitions when the topic is created.
     :param replication_factor: replicas when the topic is created.
     :param flush_timeout_s: how long :meth:`publish` waits for the broker, in seconds; it
@@ -72,11 +84,14 @@ class KafkaCandidateSink:
         self,
         config: KafkaSourceConfig,
         topic: str,
+        writer: str,
         partitions: int = 1,
         replication_factor: int = 1,
         flush_timeout_s: float = 10.0,
     ) -> None:
-        self.topic = topic
+        if not writer:
+            raise ValueError("a candidate sink needs a writer id")
+        self.topic, self.writer = topic, writer
         self.flush_timeout_s = flush_timeout_s
         self.published = 0
         self._config = config
@@ -114,7 +129,9 @@ class KafkaCandidateSink:
         """
         producer = self._ready_producer()
         futures = [
-            producer.send(self.topic, key=candidate_key(r), value=candidate_value(r))
+            producer.send(
+                self.topic, key=candidate_key(r, self.writer), value=candidate_value(r, self.writer)
+            )
             for r in records
         ]
         producer.flush(timeout=self.flush_timeout_s)

@@ -437,19 +437,25 @@ def _drift() -> list[Panel | list[Panel]]:
                 "Live events picked as gold-question candidates in the last hour, by why "
                 "(a miss, a novel topic, an uncovered language...; an event counts once per "
                 "reason), and the new distinct suggestions they made after near-duplicate "
-                "merging. A steady flow is healthy; review and label them regularly (GET "
+                "merging (summed over replicas: a question asked on two replicas' partitions "
+                "is a new suggestion on each, so with N replicas this counts up to N per "
+                "distinct question; the merged topic export gives the distinct ones). A "
+                "steady flow is healthy; review and label them regularly (GET "
                 "/v1/gold-candidates) — a growing backlog means the gold set is falling behind.",
                 [(f"sum by (reason) (increase(goldwatch_gold_candidates_total{{{SEL}}}[1h]))",
                   "{{reason}}"),
                  (f"sum(increase(goldwatch_gold_candidates_new_total{{{SEL}}}[1h]))",
-                  "new suggestions")],
+                  "new suggestions (Σ replicas)")],
                 "short",
             ),
         ],
         [
             timeseries(
                 "Suggestions held, skipped as known, evicted, sink failures",
-                "Suggestions held per replica; picked events skipped because they near-"
+                "Suggestions held, summed over replicas (each holds its own: a question asked on "
+                "two replicas' partitions is held by both and counts twice here; the distinct "
+                "count is that of goldwatch candidates export --from-records); picked events "
+                "skipped because they near-"
                 "duplicate a gold question (known questions); suggestions evicted at "
                 "harvest.max_suggestions (raise it or label faster); new questions shed under "
                 "a flood (harvest.max_new_per_batch; they get another chance when they recur); "
@@ -457,7 +463,7 @@ def _drift() -> list[Panel | list[Panel]]:
                 "failed publications to "
                 "the state store or the compacted Kafka topic (they are retried at the next "
                 "flush; persistent failures: check the broker and the disk).",
-                [(f"sum(goldwatch_gold_candidates_held{{{SEL}}})", "held"),
+                [(f"sum(goldwatch_gold_candidates_held{{{SEL}}})", "held (Σ replicas)"),
                  (f"sum by (via) (increase(goldwatch_gold_candidates_known_total{{{SEL}}}[1h]))",
                   "known ({{via}}) / h"),
                  (f"sum(increase(goldwatch_gold_candidates_evicted_total{{{SEL}}}[1h]))",

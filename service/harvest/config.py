@@ -248,7 +248,9 @@ class HarvestConfig(BaseModel):
             0: after every batch).
         generated_channels: events from these channels are model-generated questions
             (``source: "generated"``), everything else is ``"real"``.
-        topic: Kafka topic of the suggestions (compacted; used by the Kafka sink only).
+        topic: Kafka topic of the suggestions (compacted, one record per question and
+            replica: merge them with ``candidates export --from-records``; used by the
+            Kafka sink only).
         gold_lock_timeout_s: longest time (seconds) an accept may wait in all, from its
             arrival: queued behind other accepts and then for the gold-set file's lock held
             by another process share this one deadline; past it the accept answers 503

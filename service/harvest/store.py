@@ -28,8 +28,9 @@ have left, and the sweep's scan of every record is skipped. Decided records
 stay: a decision is never left without the record it was taken on — :meth:`decide` writes
 that record back, in the decision's transaction, if a checkpoint swept it after the
 labeller read it. The other sinks are not swept: the compacted Kafka topic is shared by the
-replicas, keyed by the normalised question, so a tombstone from one replica would erase
-another's live suggestion; compaction keeps one record per key there.
+replicas, keyed by the normalised question and the replica's writer id, and its readers merge
+a question's records (:mod:`service.harvest.merge`), so a tombstone would take a replica's
+asks out of the merged count; compaction keeps one record per key there.
 
 A decided record is never written over: :meth:`CandidateRepository.publish` leaves the record
 of every suggestion holding a decision as it is, checked in the publish's transaction

@@ -22,6 +22,7 @@ import importlib
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,6 +318,33 @@ def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:
         log.warning("topic ids not kept for the next start: %s", exc)
 
 
+HARVEST_WRITER_KEY = "harvest.writer"
+
+
+def harvest_writer_id(state: StateStore | None) -> str:
+    """This replica's writer id on the suggestions topic (16 hex digits): the one kept in
+    ``state`` (so a restart from the same state file goes on with its own records), else a
+    new random one, kept there. Without a state (or one that cannot be written) the id is
+    new at every start: the records of a previous run stay under their own id (the topic
+    grows by one record per question per writer). The merge
+    (:func:`service.harvest.merge.merge_records`) counts each event once only if the new
+    writer reads on from the group's committed offsets; if it re-reads events an earlier
+    writer counted (offsets reset to earliest, or expired with ``auto_offset_reset:
+    earliest``), the merge counts them twice — start a new topic or leave the earlier
+    writers' records out (docs/runbook.md).
+    """
+    kept = state.get(HARVEST_WRITER_KEY) if state is not None else None
+    if isinstance(kept, str) and kept:
+        return kept
+    writer = uuid.uuid4().hex[:16]
+    if state is not None:
+        try:
+            state.checkpoint({HARVEST_WRITER_KEY: writer})
+        except StateError as exc:
+            log.warning("suggestions writer id not kept for the next start: %s", exc)
+    return writer
+
+
 def fit_cache(folder: Path | None, settings: Settings, gold: GoldSet, corpus: Corpus) -> Memo:
     """The analytics' fit cache in ``folder`` (:class:`~service.files.fit_cache.FitCache`),
     its every entry keyed on the gold set's rows, the corpus's passages and
@@ -434,7 +462,8 @@ def build_live(
         if settings.source.kind == "kafka" and settings.kafka is not None:
             from consumers.harvest_sink import KafkaCandidateSink
 
-            kafka_sink = KafkaCandidateSink(settings.kafka, settings.harvest.topic)
+            writer = harvest_writer_id(state)
+            kafka_sink = KafkaCandidateSink(settings.kafka, settings.harvest.topic, writer)
             sinks.append(kafka_sink)
             closers.append(kafka_sink.close)
         embedder = None

@@ -70,6 +70,7 @@ from consumers.harvest_sink import KafkaCandidateSink
 from service.events import QueryLogEvent
 from service.harvest.config import HarvestConfig
 from service.harvest.labelling import Labelling
+from service.harvest.merge import merge_records
 from service.harvest.store import MemoryCandidates, StateStoreCandidates
 from service.harvest.text import comparison_form
 from service.jobs.replay import run_replay
@@ -410,7 +411,7 @@ def sink(broker: TansuBroker) -> Iterator[KafkaCandidateSink]:
     topic = f"gw-harvest-{uuid.uuid4().hex[:10]}"
     config = KafkaSourceConfig(bootstrap_servers=broker.bootstrap_servers, topic="unused",
                                consumer_group="unused")  # fmt: skip
-    made = KafkaCandidateSink(config, topic, partitions=2)
+    made = KafkaCandidateSink(config, topic, "w-a", partitions=2)
     try:
         yield made
     finally:
@@ -432,27 +433,34 @@ def test_two_replicas_publish_no_duplicate_suggestion(
     run = harvested
     events = [QueryLogEvent.model_validate(e) for e in run.traffic.events]
     own_a = replica(run.settings, [e for i, e in enumerate(events) if i % 4 < 2], sink)
+    sink.writer = "w-b"  # replica B: its own writer id, so its records keep their own keys
     own_b = replica(run.settings, [e for i, e in enumerate(events) if i % 4 >= 2], sink)
     messages = read_topic(broker, sink.topic)
     latest: dict[bytes, dict[str, Any]] = {}
     for message in messages:
         latest[message.key] = json.loads(message.value)
-    ids = Counter(row["id"] for row in latest.values())
+    merged = merge_records(latest.values())
+    ids = Counter(row["id"] for row in merged)
     both = {row["id"] for row in own_a} & {row["id"] for row in own_b}
     repository = MemoryCandidates()
-    repository.publish(list(latest.values()))
+    repository.publish(merged)
     top = Labelling(repository, run.out / "gold.jsonl", run.settings.harvest).list(limit=TOP)
     pairs = near_duplicate_pairs([row["question"] for row in top.items])
     duplicates = same_question(pairs)
     print(
         f"\nreplicas: A {len(own_a)} + B {len(own_b)} suggestions, {len(both)} suggested by "
-        f"both; topic: {len(messages)} messages, {len(latest)} keys, {len(ids)} ids; "
+        f"both; topic: {len(messages)} messages, {len(latest)} keys, {len(ids)} ids merged; "
         f"top {TOP} from the topic: {len(pairs)} pairs at Jaccard >= {NEAR_DUPLICATE}, "
         f"{len(duplicates)} asking the same question; the others: "
         f"{[p for p in pairs if p not in duplicates]}"
     )
     assert len(messages) == sink.published
-    assert len(latest) == len(ids) == len({row["id"] for row in own_a + own_b})
+    assert len(latest) == len(own_a) + len(own_b)  # one key per (question, writer)
+    assert len(merged) == len(ids) == len({row["id"] for row in own_a + own_b})
+    counts = Counter[str]()
+    for row in own_a + own_b:
+        counts[row["id"]] += row["count"]
+    assert {row["id"]: row["count"] for row in merged} == dict(counts)
     assert max(ids.values()) == 1
     assert len(top.items) == TOP
     assert duplicates == []
