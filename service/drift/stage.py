@@ -614,6 +614,13 @@ class DriftStage:
             return "drift"  # an open alarm: held by the detector's hysteresis alone (held)
         if state == "drift" and self._quieted(dim, report, name, reports):
             return UNCALIBRATED
+        if state == "drift" and getattr(report, "held_by_hysteresis", False):
+            # a drift its detector holds from a test that opened no alarm (quieted, or its
+            # dimension suppressed then): this test alone does not meet the alarm rule, so it
+            # opens none — only a test that meets it does, with its own figures (trial 46 F3:
+            # an alarm opened at p 0.0276, JSD 0.017 when a weak test's rising topic-0 ended
+            # the "only novel rises" quiet of a drift novel alone had opened 7 h before)
+            return UNCALIBRATED
         return state
 
     def _quieted(self, dim: str, report: Any, name: str,

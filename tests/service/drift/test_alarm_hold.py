@@ -130,6 +130,52 @@ def test_a_rise_of_the_uncalibrated_category_alone_still_opens_no_alarm() -> Non
     assert "held" not in test and drift.take_alarms() == {}
 
 
+#: x 40 %, b 60 %: x doubles its baseline share, no novel.
+X_RISES = ("x", "x", "b", "b", "b")
+
+
+def test_a_drift_held_from_a_quiet_test_opens_no_alarm_when_its_quiet_ends() -> None:
+    """Trial 46 F3: a drift only the uncalibrated ``novel`` opened (no alarm) is held by the
+    detector's hysteresis while novel leaves the window; the first held test where novel no
+    longer rises is not quieted any more, and before it opened an alarm with that weak test's
+    figures (here p 1.0, JSD 0 at 12:20, the 1 h window back at the baseline's mix; on the
+    user's log p 0.0276, JSD 0.017, ``clearing_since`` its own time). Such a test does not
+    meet the alarm rule (p below alpha and the effect at the threshold), so it opens none.
+
+    By hand: novel takes 40 % from 09:20 to 12:20 (events 3000-4079, one every 10 s), the
+    baseline mix comes back at 12:00 (event 4080), so the 1 h window holds no novel from
+    13:00 on and reads the baseline's own mix (x 20 %, b 80 %): nothing but novel ever rose,
+    so there is no topic alarm at any time and the drift clears quietly (the clear span, 1 h
+    of weak tests)."""
+    drift = _stage()
+    _feed(drift, [(3000, BASE), (1080, NOVEL_ONLY), (480, BASE)])  # to 12:40
+    test = _baseline(drift)
+    assert (test["state"], test["tested_state"]) == ("uncalibrated", "drift")
+    assert test["held_by_hysteresis"] is True and test["rising"] == []
+    assert "held" not in test  # (no alarm is open to hold)
+    assert _topic(drift) == [] and drift.take_alarms() == {}
+    assert drift.states()["topic"] != "drift"
+    _feed(drift, [(720, BASE)], first=4560)  # two more hours: the drift clears
+    assert _topic(drift) == [] and drift.take_alarms() == {}
+    assert _baseline(drift)["state"] == "ok"
+
+
+def test_a_held_quiet_drift_still_alarms_at_the_first_test_that_meets_the_rule() -> None:
+    """The same quiet drift, then x doubles its share (20 % -> 40 %) before it clears: the
+    alarm opens at a test that itself meets the rule — not held by hysteresis, its p-value
+    below the test's alpha and x's share change bound at ``min_share_change`` (5 points) —
+    and records that test's figures."""
+    drift = _stage()
+    _feed(drift, [(3000, BASE), (1080, NOVEL_ONLY), (360, BASE), (720, X_RISES)])
+    alarms = [a for a in drift.alarms if a["dimension"] == "topic"]
+    assert [(a["state"], a["rising"]) for a in alarms] == [("drift", ["x"])]
+    opened = alarms[0]
+    assert opened["p_value"] < _baseline(drift)["alpha"]
+    # the test that opened it: the first strong one (a later one's window holds more x)
+    assert "clearing_since" not in opened and opened["timestamp"] > START.timestamp() + 12 * 3600
+    assert drift.take_alarms() == {("topic", "baseline"): 1}
+
+
 def test_the_alarm_ends_when_the_effect_falls_below_half_the_threshold() -> None:
     drift = _stage()
     _feed(drift, [(3000, BASE), (720, BOTH), (1080, NOVEL_ONLY), (720, BASE)])
