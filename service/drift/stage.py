@@ -603,7 +603,9 @@ class DriftStage:
         confounded by a dimension whose comparison ``name`` drifts too, :meth:`confound`) and
         starvation (``starved`` instead of ``ok``); ``report`` is its latest test (``None``
         before the first one after a restore); ``reports``: each dimension's latest reports
-        per comparison (default: its detector's)."""
+        per comparison (default: its detector's). A ``drift`` the detector holds by hysteresis
+        (``held_by_hysteresis``) reads ``drift`` only while its alarm is open; otherwise
+        ``uncalibrated``: an alarm opens only at a test that meets the alarm rule."""
         if dim in self.suppressed:
             return UNCALIBRATED
         if state == "ok" and self.starved():
