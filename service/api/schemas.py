@@ -197,7 +197,9 @@ class DimensionDrift(TypedDict, total=False):
     ``adjusted_for: "language"`` (absent when compared as it is: one language,
     :mod:`service.drift.strata`); a test whose open alarm is
     held although it alone would open none says why in ``held`` (words) and ``held_because``
-    (``suppressed_categories``, ``confounded``, ``not_tested``, ``hysteresis``:
+    (``suppressed_categories``, ``confounded``, ``not_tested``, ``hysteresis``; and
+    ``quiet_hold`` beside ``uncalibrated`` with no alarm open: a drift that opened none, held
+    by hysteresis, its test not meeting the alarm rule;
     :data:`service.drift.stage.HELD_BECAUSE`), a ``not_tested`` one its latest test with
     enough events in ``last_test`` (the same shape; its own JSD ``NaN`` and p ``1.0`` are the
     untested defaults); ``held_by_hysteresis`` is the detector's: the effect is not below

@@ -371,6 +371,11 @@ class DriftStage:
         self._pending_alarms: dict[tuple[str, str], int] = {}
         self.alarms: list[dict[str, Any]] = []  # the last MAX_ALARMS state changes to drift
         self._last_state: dict[str, str] = {}
+        #: Why each comparison's drift opened no alarm (``"dim/name"`` -> ``"confounded by
+        #: language"``, ``"only novel rose"``), kept while its detector reads ``drift``, for
+        #: the held quiet row (``held_because: quiet_hold``); not in the snapshot (after a
+        #: restore the row says it without the why).
+        self._quiet_why: dict[str, str] = {}
         #: "dimension/comparison" of a categorical dimension in drift -> the categories its
         #: open alarm named so far: one rising later is recorded as a widening (_record_alarms)
         self._named: dict[str, list[str]] = {}
@@ -603,7 +608,9 @@ class DriftStage:
         confounded by a dimension whose comparison ``name`` drifts too, :meth:`confound`) and
         starvation (``starved`` instead of ``ok``); ``report`` is its latest test (``None``
         before the first one after a restore); ``reports``: each dimension's latest reports
-        per comparison (default: its detector's)."""
+        per comparison (default: its detector's). A ``drift`` the detector holds by hysteresis
+        (``held_by_hysteresis``) reads ``drift`` only while its alarm is open; otherwise
+        ``uncalibrated``: an alarm opens only at a test that meets the alarm rule."""
         if dim in self.suppressed:
             return UNCALIBRATED
         if state == "ok" and self.starved():
@@ -613,6 +620,13 @@ class DriftStage:
                                      and report.held_by_hysteresis)):  # fmt: skip
             return "drift"  # an open alarm: held by the detector's hysteresis alone (held)
         if state == "drift" and self._quieted(dim, report, name, reports):
+            return UNCALIBRATED
+        if state == "drift" and getattr(report, "held_by_hysteresis", False):
+            # a drift its detector holds from a test that opened no alarm (quieted, or its
+            # dimension suppressed then): this test alone does not meet the alarm rule, so it
+            # opens none — only a test that meets it does, with its own figures (trial 46 F3:
+            # an alarm opened at p 0.0276, JSD 0.017 when a weak test's rising topic-0 ended
+            # the "only novel rises" quiet of a drift novel alone had opened 7 h before)
             return UNCALIBRATED
         return state
 
@@ -641,6 +655,43 @@ class DriftStage:
                 return ("suppressed_categories",
                         f"only {named} rises, which alone raises no alarm")  # fmt: skip
         return None
+
+    def _quiet_words(
+        self, dim: str, report: Any, name: str,
+        reports: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> str | None:  # fmt: skip
+        """Why a ``drift`` test of ``dim``'s comparison ``name`` opens no alarm now, in a few
+        words (``"confounded by language"``, ``"only novel rose"``; ``None``: it is not kept
+        quiet so, :meth:`_quieted_by`)."""
+        quiet = self._quieted_by(dim, report, name, reports)
+        if quiet is None:
+            return None
+        if quiet[0] == "confounded":
+            return f"confounded by {self.confounded[dim][0]}"
+        rising = sorted({str(change.category) for change in getattr(report, "rising", ())})
+        return f"only {', '.join(rising)} rose"
+
+    def quiet_held(self, dim: str, name: str, test: Mapping[str, Any], report: Any) -> str | None:
+        """Why the comparison ``name`` of ``dim`` reads ``uncalibrated`` though its detector
+        holds a ``drift`` by hysteresis (``test``: its report's dict after suppression,
+        ``report``: the detector's report), or ``None`` when it does not: a drift that
+        opened no alarm (confounded, or only a suppressed category rose), held by the
+        detector's hysteresis, whose latest test does not meet the alarm rule either (trial
+        46 F3), e.g. ``"a drift that opened no alarm (confounded by language), held by
+        hysteresis: this test (JSD 0.005, p 0.003) does not meet the alarm rule; an alarm
+        opens only at a test that does, else it clears"``. The why is the latest one that
+        kept the drift quiet (left out after a restore: not in the snapshot)."""
+        if (report is None or test.get("state") != UNCALIBRATED or dim in self.suppressed
+                or test.get("tested_state") != "drift"
+                or not report.held_by_hysteresis):  # fmt: skip
+            return None
+        why = (self._quiet_words(dim, report, name)
+               or self._quiet_why.get(f"{dim}/{name}"))  # fmt: skip
+        return (
+            f"a drift that opened no alarm{f' ({why})' if why else ''}, held by "
+            f"hysteresis: this test ({figures_text(test)}) does not meet the alarm rule; "
+            "an alarm opens only at a test that does, else it clears"
+        )
 
     def held(self, dim: str, name: str, report: Any,
              reports: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:  # fmt: skip
@@ -992,6 +1043,11 @@ class DriftStage:
                 before = self._last_state.get(key)
                 now = self._state_of(dim, report.state, report, name, reports)
                 self._last_state[key] = now
+                if report.state != "drift":
+                    self._quiet_why.pop(key, None)
+                elif now == UNCALIBRATED and (
+                        why := self._quiet_words(dim, report, name, reports)):  # fmt: skip
+                    self._quiet_why[key] = why
                 # a drift the confound keeps quiet is recorded too, marked (a review: a real
                 # topic shift with a language shift left no trace once both had ended)
                 quiet = (now == UNCALIBRATED and report.state == "drift"
@@ -1156,6 +1212,8 @@ class DriftStage:
                                                    detector.clear_span(name))  # fmt: skip
                     if last is not None:
                         test["last_test"] = last.to_dict()
+                if held is None and (quiet_held := self.quiet_held(dim, name, test, report)):
+                    held, because = quiet_held, "quiet_hold"  # (no alarm open: trial 46 F3)
                 if held is not None:  # open, though this test alone would open no alarm
                     # (held_by_hysteresis stays the detector's own: an open alarm held while
                     # only a suppressed category rises has a strong test, review s40)
@@ -1347,8 +1405,11 @@ def _named_by(alarms: list[dict[str, Any]], last_state: Mapping[str, str]
 #: ``suppressed_categories`` — the test is strong, but every category rising is suppressed
 #: (an uncalibrated ``novel``), which alone opens no alarm; ``confounded`` — the test is
 #: strong, but the dimension is confounded by one that drifts too; ``not_tested`` — the
-#: window had too few events, so no test ran (``last_test``: the latest test that did).
-HELD_BECAUSE = ("hysteresis", "suppressed_categories", "confounded", "not_tested")
+#: window had too few events, so no test ran (``last_test``: the latest test that did);
+#: ``quiet_hold`` — no alarm is open: a drift that opened none (confounded, or only a
+#: suppressed category rose) is held by hysteresis, the row reads ``uncalibrated`` and its
+#: test does not meet the alarm rule (trial 46 F3; :meth:`DriftStage.quiet_held`).
+HELD_BECAUSE = ("hysteresis", "suppressed_categories", "confounded", "not_tested", "quiet_hold")
 
 
 def _until_clear(span_s: float) -> str:

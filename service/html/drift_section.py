@@ -171,12 +171,16 @@ def _recent(timing: Mapping[str, Any]) -> str:
 #: The state cell's words beside ``drift`` for a held row, by its ``held_because``
 #: (:data:`service.drift.stage.HELD_BECAUSE`; a row with ``held_by_hysteresis`` alone:
 #: ``hysteresis``). Only ``hysteresis`` is the detector's hysteresis (review s40: a strong
-#: test whose only rising category was the uncalibrated ``novel`` read "held by hysteresis").
+#: test whose only rising category was the uncalibrated ``novel`` read "held by hysteresis");
+#: ``quiet_hold`` is held by it too, but no alarm is open, so :data:`HELD_NOTE` ("the drift
+#: declared earlier stands") is not said of it (trial 46 F3).
 HELD_LABELS = {
     "hysteresis": "held by hysteresis",
     "suppressed_categories": "held open: only a suppressed category rises",
     "confounded": "held open: confounded",
     "not_tested": "held open, not tested",
+    # no alarm open (beside uncalibrated): a drift that opened none, held by hysteresis
+    "quiet_hold": "held quiet: opened no alarm",
 }
 
 
@@ -219,8 +223,8 @@ def _comparison_row(
     if test.get("held") and because == "not_tested":
         moved = (f"held: {test['held']}" if not shown
                  else f"held: {test['held']}. Shown: that test; it moved: {moved}")  # fmt: skip
-    elif test.get("held"):  # an open alarm this test alone would not open: why
-        moved = f"{moved}; held: {test['held']}"
+    elif test.get("held"):  # an open alarm this test alone would not open (or none): why
+        moved = f"held: {test['held']}" if moved == "–" else f"{moved}; held: {test['held']}"
     row = [
         dim,
         name,

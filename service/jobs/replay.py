@@ -711,7 +711,10 @@ def render_text(doc: ReplayReport) -> str:
     lines += [f"  {', '.join(dims)} vs {name} not tested (insufficient_data): {why}"
               for (name, why), dims in untested.items()]  # fmt: skip
     # an open alarm its latest test alone would not open (trial 24, MEDIUM 2: it flapped)
-    lines += [f"  {dim} vs {name} drift held: {test['held']}"
+    # (a drift that opened none, held by hysteresis: trial 46 F3)
+    lines += [f"  {dim} vs {name} "
+              f"{'opens no alarm' if test.get('held_because') == 'quiet_hold' else 'drift held'}"
+              f": {test['held']}"
               for dim in tested
               for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
               if test.get("held")]  # fmt: skip

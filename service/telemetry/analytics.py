@@ -567,8 +567,9 @@ def build_analytics_metrics(
         ),
         drift_state=gauge(
             "drift_state", "1 for the current state of the drift test (ok, drift, "
-            "insufficient_data, uncalibrated: its detector is below the quality floor and "
-            "raises no alarm), 0 for the others.", ["dimension", "comparison", "state"],
+            "insufficient_data, uncalibrated: raises no alarm (detector below its quality "
+            "floor, a confound, or a held drift that opened none)), 0 for the others.",
+            ["dimension", "comparison", "state"],
         ),
         drift_rate=gauge(
             "drift_rate_ratio", "Rate (refusals, out-of-scope) in the current window and in "

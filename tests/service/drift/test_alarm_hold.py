@@ -130,6 +130,113 @@ def test_a_rise_of_the_uncalibrated_category_alone_still_opens_no_alarm() -> Non
     assert "held" not in test and drift.take_alarms() == {}
 
 
+#: x 40 %, b 60 %: x doubles its baseline share, no novel.
+X_RISES = ("x", "x", "b", "b", "b")
+
+
+def test_a_drift_held_from_a_quiet_test_opens_no_alarm_when_its_quiet_ends() -> None:
+    """Trial 46 F3: a drift only the uncalibrated ``novel`` opened (no alarm) is held by the
+    detector's hysteresis while novel leaves the window; the first held test where novel no
+    longer rises is not quieted any more, and before it opened an alarm with that weak test's
+    figures (here p 1.0, JSD 0 at 12:20, the 1 h window back at the baseline's mix; on the
+    user's log p 0.0276, JSD 0.017, ``clearing_since`` its own time). Such a test does not
+    meet the alarm rule (p below alpha and the effect at the threshold), so it opens none.
+
+    By hand: novel takes 40 % from 09:20 to 12:20 (events 3000-4079, one every 10 s), the
+    baseline mix comes back at 12:00 (event 4080), so the 1 h window holds no novel from
+    13:00 on and reads the baseline's own mix (x 20 %, b 80 %): nothing but novel ever rose,
+    so there is no topic alarm at any time and the drift clears quietly (the clear span, 1 h
+    of weak tests)."""
+    drift = _stage()
+    _feed(drift, [(3000, BASE), (1080, NOVEL_ONLY), (480, BASE)])  # to 12:40
+    test = _baseline(drift)
+    assert (test["state"], test.get("tested_state")) == ("uncalibrated", "drift")
+    assert test["held_by_hysteresis"] is True and test["rising"] == []
+    # no alarm is open to hold: the row says why it is quiet (review s46-f3)
+    assert test.get("held_because") == "quiet_hold"
+    assert _topic(drift) == [] and drift.take_alarms() == {}
+    assert drift.states()["topic"] != "drift"
+    _feed(drift, [(720, BASE)], first=4560)  # two more hours: the drift clears
+    assert _topic(drift) == [] and drift.take_alarms() == {}
+    assert _baseline(drift)["state"] == "ok"
+
+
+def test_a_held_quiet_drift_still_alarms_at_the_first_test_that_meets_the_rule() -> None:
+    """The same quiet drift, then x doubles its share (20 % -> 40 %) before it clears: the
+    alarm opens at a test that itself meets the rule — not held by hysteresis, its p-value
+    below the test's alpha and x's share change bound at ``min_share_change`` (5 points) —
+    and records that test's figures."""
+    drift = _stage()
+    _feed(drift, [(3000, BASE), (1080, NOVEL_ONLY), (360, BASE), (720, X_RISES)])
+    alarms = [a for a in drift.alarms if a["dimension"] == "topic"]
+    assert [(a["state"], a["rising"]) for a in alarms] == [("drift", ["x"])]
+    opened = alarms[0]
+    assert opened["p_value"] < _baseline(drift)["alpha"]
+    # the test that opened it: the first strong one (a later one's window holds more x)
+    assert "clearing_since" not in opened and opened["timestamp"] > START.timestamp() + 12 * 3600
+    assert drift.take_alarms() == {("topic", "baseline"): 1}
+    # the effect half of the rule at that test, 12:55 (event 4650): its 1 h window holds
+    # events 4296-4650, 355: 144 of the baseline mix (4296-4439, phase indexes 216-359, x at
+    # every 5th from 220: 28) and 211 of X_RISES (phase indexes 0-210, x at k % 5 in {0, 1}:
+    # 43 + 42 = 85), so x 113 / 355 = 31.8 % against the baseline's 20 %: +11.8 points >= 5
+    assert opened["timestamp"] == (START + timedelta(hours=12, minutes=55)).timestamp()
+    again = _stage()
+    _feed(again, [(3000, BASE), (1080, NOVEL_ONLY), (360, BASE), (211, X_RISES)])
+    at = _baseline(again)
+    assert (at["timestamp"], at["n_current"]) == (opened["timestamp"], 355)
+    (x,) = at["rising"]
+    assert (x["category"], x["current_count"], x["reference_share"]) == ("x", 113, 0.2)
+    assert x["change"] == pytest.approx(113 / 355 - 0.2) and x["change"] >= 0.05
+
+
+def test_a_drift_held_quiet_after_its_confound_ended_says_why_on_every_surface() -> None:
+    """Review s46-f3: a drift the language confound kept quiet (no alarm), held by hysteresis
+    after language stops drifting, read "uncalibrated held by hysteresis" with nothing under
+    "what moved", the note "so the drift declared earlier stands" (none was), and "topic
+    uncalibrated" with no reason in the text. Baseline 8.3 h (x 20 %); 2 h where x doubles
+    while half the questions are in hi (language drifts: topic confounded, the drift quiet);
+    then 2 h of a milder mix (a cycle of 100: x the first 24). At 12:15 (event 4410) language
+    no longer drifts and the 1 h window holds events 4056-4410, phase indexes 336-690 of the
+    mild cycle: x at 400-423, 500-523, 600-623 = 72 of 355, b 283, against the baseline's 432
+    x, 1,728 b: JSD (base 2) 8.90e-06, chi-square p 0.902 (scipy below), a weak test the
+    detector's hysteresis holds in drift."""
+    from scipy.spatial.distance import jensenshannon
+    from scipy.stats import chi2_contingency
+
+    table = [[432, 1728], [72, 283]]
+    jsd = jensenshannon(table[0], table[1], base=2) ** 2
+    p = chi2_contingency(table, correction=False)[1]
+    assert (f"{jsd:.2e}", f"{p:.3f}") == ("8.90e-06", "0.902")
+    drift = DriftStage({"language": {"en": 1}},
+                       clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+    drift.confound("topic", "language", "topic labels worse in hi")
+    nxt = _feed(drift, [(3000, BASE)])
+    nxt = _feed(drift, [(720, X_RISES)], first=nxt, languages=("en", "hi"))
+    _feed(drift, [(720, ("x",) * 24 + ("b",) * 76)], first=nxt)
+    assert drift.report()["language"]["comparisons"]["baseline"]["state"] == "ok"
+    test, row, text = _surfaces(drift)
+    held = ("a drift that opened no alarm (confounded by language), held by hysteresis: this "
+            "test (JSD 0.000, p 0.902) does not meet the alarm rule; an alarm opens only at a "
+            "test that does, else it clears")  # fmt: skip
+    assert (test["state"], test.get("tested_state"), test["held_by_hysteresis"]) == (
+        "uncalibrated", "drift", True)  # fmt: skip
+    assert (test.get("held_because"), test.get("held")) == ("quiet_hold", held)
+    # the quiet drift on record (no alarm), no topic alarm ever
+    assert _topic(drift) == [("uncalibrated", ["x"])]
+    assert ("topic", "baseline") not in drift.take_alarms()
+    assert row == [
+        "topic", "baseline", "uncalibrated held quiet: opened no alarm",
+        "2026-01-01 12:15 UTC", "2160", "355", "JSD 8.90e-06", "0.902", "1.04e-05",
+        f"held: {held}",
+    ]  # fmt: skip
+    doc = replay_report(extras=False)
+    doc["analytics"]["drift"] = drift.report()
+    page = render_status_page(STATUS, doc["analytics"], refresh_s=0)
+    assert "drift declared earlier stands" not in page and "Held by hysteresis" not in page
+    assert f"  topic vs baseline opens no alarm: {held}" in text
+    assert not [line for line in text if "drift held" in line]
+
+
 def test_the_alarm_ends_when_the_effect_falls_below_half_the_threshold() -> None:
     drift = _stage()
     _feed(drift, [(3000, BASE), (720, BOTH), (1080, NOVEL_ONLY), (720, BASE)])
