@@ -373,8 +373,8 @@ class DriftStage:
         self._last_state: dict[str, str] = {}
         #: Why each comparison's drift opened no alarm (``"dim/name"`` -> ``"confounded by
         #: language"``, ``"only novel rose"``), kept while its detector reads ``drift``, for
-        #: the held quiet row (``held_because: quiet_hold``); not in the snapshot (after a
-        #: restore the row says it without the why).
+        #: the held quiet row (``held_because: quiet_hold``); in the snapshot (``quiet_why``),
+        #: so a restarted process says the same why.
         self._quiet_why: dict[str, str] = {}
         #: "dimension/comparison" of a categorical dimension in drift -> the categories its
         #: open alarm named so far: one rising later is recorded as a widening (_record_alarms)
@@ -680,7 +680,7 @@ class DriftStage:
         46 F3), e.g. ``"a drift that opened no alarm (confounded by language), held by
         hysteresis: this test (JSD 0.005, p 0.003) does not meet the alarm rule; an alarm
         opens only at a test that does, else it clears"``. The why is the latest one that
-        kept the drift quiet (left out after a restore: not in the snapshot)."""
+        kept the drift quiet (kept in the snapshot: a restored process says it too)."""
         if (report is None or test.get("state") != UNCALIBRATED or dim in self.suppressed
                 or test.get("tested_state") != "drift"
                 or not report.held_by_hysteresis):  # fmt: skip
@@ -1305,6 +1305,7 @@ class DriftStage:
             "alarms": self.alarms,
             "last_state": self._last_state,
             "named": self._named,
+            "quiet_why": self._quiet_why,
             "detectors": {
                 (KNOWN_MISS_STATE if dim == KNOWN_MISS else dim): det.snapshot()
                 for dim, det in self._detectors().items()
@@ -1358,6 +1359,8 @@ class DriftStage:
         if named is None:  # a snapshot from before: what the open alarms' entries named
             named = _named_by(self.alarms, self._last_state)
         self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
+        # (a snapshot from before: no why kept; the held quiet row then says it without one)
+        self._quiet_why = {str(k): str(v) for k, v in state.get("quiet_why", {}).items()}
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
