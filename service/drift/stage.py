@@ -1073,6 +1073,8 @@ class DriftStage:
                 if before == "drift" and dim in self.suppressed:  # ended: why, not "cleared"
                     entry["suppressed"] = self.suppressed[dim]
                 entry.update(_what_moved(report.to_dict()))  # fmt: skip
+                if now == "drift" or quiet:  # the rule it met, so the entry can be checked
+                    entry.update(_alarm_rule(det, report))
                 if now == "drift" and dim in CATEGORICAL:
                     self._named[key] = self._rising_named(dim, entry)
                 if now == "drift":
@@ -1907,6 +1909,30 @@ def reference_reading(alarm: Mapping[str, Any], span_s: float | None) -> dict[st
                  "enough the gold set's mix; traffic changing toward the gold set closes it "
                  "too (the baseline comparison dates changes)")  # fmt: skip
     return {**alarm, "reads": reads}
+
+
+def _alarm_rule(detector: Any, report: Any) -> dict[str, Any]:
+    """The alarm rule a test that opened an alarm met, for its entry in the history (trial 46
+    F3's leftover: an entry recorded p and JSD but not the alpha or the effect thresholds, so
+    it could not be checked from the entry alone): ``alpha`` (the test's own, after the
+    dimension's Bonferroni split), and ``min_jsd`` and ``min_share_change`` of a categorical
+    detector (the effect: JSD or one share change's confidence bound at or above its
+    threshold) or ``min_change`` of a rate detector (the rate change's bound), all in [0, 1];
+    ``{}`` for a detector without them (rising terms record their ``alpha`` already).
+
+    >>> from types import SimpleNamespace
+    >>> det = RateDriftDetector(reference=(5, 100), min_count=50)
+    >>> _alarm_rule(det, SimpleNamespace(alpha=0.001))
+    {'alpha': 0.001, 'min_change': 0.05}
+    """
+    rule: dict[str, Any] = {}
+    if isinstance(detector, CategoricalDriftDetector):
+        rule = {"min_jsd": detector.min_jsd, "min_share_change": detector.min_share_change}
+    elif isinstance(detector, RateDriftDetector):
+        rule = {"min_change": detector.min_change}
+    else:
+        return rule
+    return {"alpha": float(report.alpha), **rule}
 
 
 def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:

@@ -172,6 +172,10 @@ def test_a_held_quiet_drift_still_alarms_at_the_first_test_that_meets_the_rule()
     assert [(a["state"], a["rising"]) for a in alarms] == [("drift", ["x"])]
     opened = alarms[0]
     assert opened["p_value"] < _baseline(drift)["alpha"]
+    # the entry names the rule it met (the stage's defaults: JSD 0.05, 5 share points), so it
+    # can be checked on its own: p below its alpha
+    assert (opened["min_jsd"], opened["min_share_change"]) == (0.05, 0.05)
+    assert opened["alpha"] == _baseline(drift)["alpha"] and opened["p_value"] < opened["alpha"]
     # the test that opened it: the first strong one (a later one's window holds more x)
     assert "clearing_since" not in opened and opened["timestamp"] > START.timestamp() + 12 * 3600
     assert drift.take_alarms() == {("topic", "baseline"): 1}
