@@ -459,8 +459,8 @@ class HarvestStage:
             reasons = event_reasons(event, notes, config, stratum[1], low, active)
             if not reasons:
                 continue
-            if get("known"):
-                known += 1
+            if get("known"):  # once per event: its shadow verdict may have counted it
+                known += self._first_known(event.event_id)
                 continue
             question = event.question
             if len(question) > max_chars:
@@ -553,6 +553,10 @@ class HarvestStage:
         reasons: tuple[str, ...] = ("shadow_disagreement",) if disagrees else ()
         if self.config.weight("shadow_disagreement") <= 0:
             reasons = ()
+        if reasons and result.known:  # the quality stage's known question: as its event,
+            # never suggested, counted known once per event (with the event's own pick)
+            self._pending["known"]["annotation"] += self._first_known(result.event_id)
+            return
         rankings = {result.candidate: result.ranking}
         seen = self._recent.get(result.event_id)
         if seen is not None and seen[0] in self.suggestions:
@@ -589,8 +593,12 @@ class HarvestStage:
                 scrubbed=found == {},
             )  # fmt: skip
             stratum = ((occurrence.topic, occurrence.language), occurrence.gap)
-            self._merge([normalised], [True], [stratum], [reasons], lambda _: occurrence,
-                        event_ids=[result.event_id])  # fmt: skip
+            # the gold check only when no quality stage judged the event (known None), as
+            # for the event itself (process): a quality stage that found no gold question
+            # for it is not overruled by the near-duplicate check, whichever comes first
+            # (before, a verdict that came first was counted gold_set and lost)
+            self._merge([normalised], [result.known is None], [stratum], [reasons],
+                        lambda _: occurrence, event_ids=[result.event_id])  # fmt: skip
 
     def flush(self, force: bool = False) -> int:
         """Publish changed suggestions when ``flush_interval_s`` has passed (or ``force``);
@@ -808,19 +816,11 @@ class HarvestStage:
         probes = dict(zip(fresh, self.index.probes(fresh), strict=True)) if fresh else {}
         shed_events = gold_set = decided_events = 0
         shed_rows: list[int] = []
-        decided, known_events, bound = self._decided, self._known_events, self.config.recent_events
+        decided = self._decided
 
         def first_time(k: int) -> bool:
             """Whether the ``k``-th event is counted as known for the first time."""
-            if k >= len(event_ids):
-                return True
-            event_id = event_ids[k]
-            if event_id in known_events:
-                return False
-            known_events[event_id] = None
-            if len(known_events) > bound:
-                known_events.popitem(last=False)
-            return True
+            return k >= len(event_ids) or self._first_known(event_ids[k])
 
         for k, text in enumerate(texts):
             if text in shed:
@@ -852,6 +852,18 @@ class HarvestStage:
             self._pending["known"]["decided"] += decided_events
         self._evict()
         return shed_rows
+
+    def _first_known(self, event_id: str) -> bool:
+        """Whether event ``event_id`` is counted as known (gold set, decided, or the quality
+        stage's annotation) for the first time while remembered (``recent_events``): its
+        pick and its shadow verdict may both find it known, in either order."""
+        known_events = self._known_events
+        if event_id in known_events:
+            return False
+        known_events[event_id] = None
+        if len(known_events) > self.config.recent_events:
+            known_events.popitem(last=False)
+        return True
 
     def _learn_decisions(self, texts: Sequence[str], fresh: Sequence[str]) -> dict[str, str]:
         """Ask the repository sink, in one read, which suggestions this merge could start

@@ -232,12 +232,19 @@ class Live:
             self.harvest.decided(candidate_id, normalised)
             self.export_held()
 
-    def collect_shadow(self) -> None:
+    def collect_shadow(self) -> int:
         """Fold in shadow results finished since the last batch and export them (call with
-        the engine lock held: the stage is not thread-safe)."""
-        if self.shadow is not None:
-            self.shadow.collect()
-            self.export_shadow()
+        the engine lock held: the stage is not thread-safe); return how many were folded in
+        (0 without candidates)."""
+        if self.shadow is None:
+            return 0
+        folded = self.shadow.collect()
+        self.export_shadow()
+        return folded
+
+    def shadow_busy(self) -> int:
+        """Shadow calls queued or running (0 without candidates)."""
+        return 0 if self.shadow is None else self.shadow.runner.busy_calls()
 
     def settle_shadow(self, timeout_s: float, stop: threading.Event | None = None) -> int:
         """The live service's finite input has ended: wait (without the engine lock) for

@@ -198,6 +198,12 @@ class ShadowResult:
         trace_id: the event's ``trace_id`` (``None``: not from a trace).
         topic_unjudged: the topic stage gave the event no topic because no gold row is
             written in its language (``topic_unjudged_language``; ``topic`` is ``None``).
+        known: the live-quality stage's verdict on the event when it was offered: ``True``
+            (its ``known`` annotation names a gold question), ``False`` (the stage looked
+            and found none), ``None`` (no ``known`` annotation: no quality stage). Harvest
+            judges a disagreeing verdict's question by it, as it judges the event's own
+            (:meth:`service.harvest.stage.HarvestStage.observe_shadow`), so which of the two
+            comes first changes nothing.
     """
 
     candidate: str
@@ -217,6 +223,7 @@ class ShadowResult:
     error: str | None
     trace_id: str | None = None
     topic_unjudged: bool = False
+    known: bool | None = None
 
 
 def sample_fraction(event_id: str, salt: str = "") -> float:
@@ -310,6 +317,7 @@ class _Job:
     taken: bool = False  # a worker took it
     probe: bool = False  # admitted on a half-open breaker's probe slot
     topic_unjudged: bool = False  # no topic: no gold row in its language
+    known: bool | None = None  # the quality stage's known verdict (ShadowResult.known)
 
 
 @dataclass(eq=False, slots=True)
@@ -597,6 +605,7 @@ class ShadowRunner:
                     draw,
                     probe=admitted == "probe",
                     topic_unjudged=annotations.get("topic_unjudged_language") is True,
+                    known=bool(annotations["known"]) if "known" in annotations else None,
                 )
                 queued, out = lane.put(job, wait=wait)
                 full = "cpu_budget" if throttled else "queue_full"
@@ -921,6 +930,7 @@ class ShadowRunner:
             error=error,
             trace_id=event.trace_id,
             topic_unjudged=job.topic_unjudged,
+            known=job.known,
         )
         with self._results_lock:
             if len(self._results) >= self.config.max_results and not self.backpressure:
