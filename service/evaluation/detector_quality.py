@@ -67,6 +67,14 @@ class DetectorQuality:
             (novelty: the gold set's topics, each held out as an unseen topic), 0 when not.
             With 2 topics the AUC says how well one topic is told from the other, not from
             any topic the gold set lacks: :func:`measured_on` names the count.
+        negatives: what the negatives are, for the out-of-scope detector: ``""`` the gold
+            set's unanswerable rows (every row with ``gold: []``), ``"off-topic"`` only its
+            ``kind: off-topic`` rows (questions the corpus is not about), when it has at
+            least 2 (:func:`service.refusals.scope.scope_rows`).
+        apart: gold rows measured apart from the AUC and rates (with ``negatives``
+            ``"off-topic"``: the in-domain unanswerable rows, on the corpus's subjects with
+            their answer missing, which look like answerable ones to every feature), ≥ 0.
+        apart_out: of ``apart``, how many the detector judges out of scope, in [0, apart].
     """
 
     auc: float
@@ -81,6 +89,9 @@ class DetectorQuality:
     fpr: float = float("nan")
     balanced_accuracy: float = float("nan")
     n_groups: int = 0
+    negatives: str = ""
+    apart: int = 0
+    apart_out: int = 0
 
     def at_threshold(self, threshold: float, tpr: float, fpr: float) -> DetectorQuality:
         """This quality with the operating point at ``threshold`` (rates in [0, 1]).
@@ -133,7 +144,7 @@ class DetectorQuality:
         def num(x: float) -> float | None:
             return None if not np.isfinite(x) else float(x)
 
-        return {
+        out: dict[str, float | int | str | None] = {
             "auc": num(self.auc),
             "auc_low": num(self.low),
             "auc_high": num(self.high),
@@ -147,6 +158,9 @@ class DetectorQuality:
             "balanced_accuracy": num(self.balanced_accuracy),
             "n_groups": self.n_groups,
         }
+        if self.negatives:  # only then: a report without off-topic rows reads as before
+            out.update(negatives=self.negatives, apart=self.apart, apart_out=self.apart_out)
+        return out
 
 
 #: What a detector's two rates at its threshold count, in its user's words: ``(TPR, FPR)``.
@@ -187,12 +201,15 @@ def class_rates_text(quality: Mapping[str, Any], detector: str | None = None) ->
             return f"{round(value * n)} of {n}"
         return None
 
+    words_of = RATE_WORDS.get(detector or "", (None, None))
+    if detector == "out_of_scope" and quality.get("negatives") == OFF_TOPIC_NEGATIVES:
+        words_of = (words_of[0], "off-topic judged in scope")
     parts = []
     for name, value, n, words in zip(
         ("TPR", "FPR"),
         (quality["tpr"], quality["fpr"]),
         (quality.get("n_pos"), quality.get("n_neg")),
-        RATE_WORDS.get(detector or "", (None, None)),
+        words_of,
         strict=True,
     ):
         of = count(value, n)
@@ -234,6 +251,25 @@ CLASSES: dict[str, tuple[str, str]] = {
 }
 
 
+#: :attr:`DetectorQuality.negatives` of an out-of-scope detector measured on off-topic rows.
+OFF_TOPIC_NEGATIVES = "off-topic"
+
+
+def classes_of(detector: str, quality: DetectorQuality) -> tuple[str, str]:
+    """``(positives, negatives)`` of ``detector`` in its user's words (:data:`CLASSES`), the
+    out-of-scope detector's negatives ``"off-topic gold questions"`` when it was measured on
+    them (:attr:`DetectorQuality.negatives`).
+
+    >>> classes_of("out_of_scope", DetectorQuality(0.9, 0.8, 1.0, 0.95, 30, 10,
+    ...                                            negatives="off-topic"))
+    ('answerable gold questions', 'off-topic gold questions')
+    """
+    positives, negatives = CLASSES.get(detector, ("positives", "negatives"))
+    if detector == "out_of_scope" and quality.negatives == OFF_TOPIC_NEGATIVES:
+        negatives = "off-topic gold questions"
+    return positives, negatives
+
+
 def measured_on(detector: str, quality: DetectorQuality) -> str:
     """The data ``detector``'s quality was measured on, in its user's words, to show next to
     its AUC: ``"5 unanswerable / 45 answerable gold questions"`` (out-of-scope, smaller class
@@ -249,8 +285,35 @@ def measured_on(detector: str, quality: DetectorQuality) -> str:
                     "out in turn")  # fmt: skip
         return f"{quality.n_pos} gold questions, each topic held out in turn"
     if detector == "out_of_scope":
+        if quality.negatives == OFF_TOPIC_NEGATIVES:
+            apart = (f"; {quality.apart} in-domain unanswerable measured apart"
+                     if quality.apart else "")  # fmt: skip
+            return f"{quality.n_neg} off-topic / {quality.n_pos} answerable gold questions{apart}"
         return f"{quality.n_neg} unanswerable / {quality.n_pos} answerable gold questions"
     return f"{quality.n_pos} positives / {quality.n_neg} negatives"
+
+
+def apart_text(quality: Mapping[str, Any] | None) -> str | None:
+    """What the out-of-scope detector does with the in-domain unanswerable gold rows it was
+    not measured on (``apart``, ``apart_out`` of a quality entry measured on off-topic rows:
+    :meth:`DetectorQuality.as_dict`), or ``None`` (none measured apart).
+
+    >>> apart_text({"negatives": "off-topic", "apart": 15, "apart_out": 4})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'in-domain unanswerable gold rows (kind: unanswerable), measured apart: it judges 4 of 15
+    out of scope (27%); not in its ROC AUC or rates: on the corpus's subjects with their
+    answer missing, they are not what it detects'
+    """
+    if not quality or quality.get("negatives") != OFF_TOPIC_NEGATIVES:
+        return None
+    n, out = int(quality.get("apart") or 0), int(quality.get("apart_out") or 0)
+    if n < 1:
+        return None
+    return (
+        f"in-domain unanswerable gold rows (kind: unanswerable), measured apart: it judges "
+        f"{out} of {n} out of scope ({out / n:.0%}); not in its ROC AUC or rates: on the "
+        "corpus's subjects with their answer missing, they are not what it detects"
+    )
 
 
 def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | None:
@@ -266,7 +329,7 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     >>> too_few("out_of_scope", DetectorQuality(0.99, 0.96, 1.0, 0.95, 45, 10), 10) is None
     True
     """
-    positives, negatives = CLASSES.get(detector, ("positives", "negatives"))
+    positives, negatives = classes_of(detector, quality)
     n, what = ((quality.n_neg, negatives) if quality.n_neg <= quality.n_pos
                else (quality.n_pos, positives))  # fmt: skip
     if n >= min_class:
@@ -279,45 +342,62 @@ def scope_calibration_advice(
 ) -> str:
     """What to add to the gold set to calibrate an uncalibrated out-of-scope detector.
 
-    Its quality is measured on the gold set: the ROC AUC of its score between the
-    ``unanswerable`` rows (``n_neg``) and the answerable ones (``n_pos``), and the balanced
-    accuracy at its threshold with the false-positive rate (unanswerable rows judged in
-    scope) at its Wilson upper bound. Unanswerable rows on the corpus's own subjects (a
-    question its passages happen not to answer: trial 41's NoMIRACL ``non_relevant`` rows,
-    AUC 0.617) are the hardest case and leave off-topic traffic unrepresented; questions
-    the corpus is not about are what live off-topic traffic looks like. The count ``k`` is
-    the least number of new rows that reach every floor if each reads clearly out of scope:
+    The detector claims to tell questions the corpus is not about from questions it answers,
+    so it is calibrated and measured on ``kind: off-topic`` rows against the answerable ones
+    once the gold set has at least 2 off-topic rows (:attr:`DetectorQuality.negatives`
+    ``"off-topic"``; :func:`service.refusals.scope.scope_rows`); the in-domain unanswerable
+    rows (``kind: unanswerable``: on the corpus's subjects, their answer missing, as SQuAD
+    2.0's "impossible" questions) are then measured apart (how many it judges out of scope)
+    and not counted against it. Without off-topic rows every ``gold: []`` row is a negative:
+    in-domain ones look like answerable questions to every feature (trial 41's NoMIRACL
+    ``non_relevant`` rows, AUC 0.617; trial 46 F5's SQuAD impossible rows, 0.432, and 0.743
+    after the 20 ``kind: unanswerable`` off-topic rows the former advice asked for), so the
+    advice is always ``kind: off-topic`` rows. The count ``k`` is the least number of
+    off-topic rows that reach every floor if each reads clearly out of scope, on the
+    ``n`` off-topic rows there are (0 before any):
 
-    * an AUC is the mean, over the unanswerable rows, of the share of answerable rows each
+    * an AUC is the mean, over the negative rows, of the share of answerable rows each
       is ranked beyond (Hanley & McNeil 1982), so ``k`` rows ranked beyond every answerable
       one lift it to ``(n·auc + k) / (n + k)``: ``k ≥ n·(floor − auc) / (1 − floor)``;
     * judged out of scope, they leave the false positives as they are, over ``n + k`` rows:
       the least ``k`` whose :func:`bounded_balanced_accuracy` reaches
       ``min_balanced_accuracy``; when the answerable side alone keeps it below (``(tpr + 1) / 2``
-      under the floor) no unanswerable count can, and the advice says so with the TPR;
+      under the floor) no off-topic count can, and the advice says so with the TPR;
     * ``min_class − n`` for the class size; too few answerable rows (``n_pos`` under
       ``min_class``) are asked for first, by count.
 
     More are needed when some read less clearly (the detector is refitted on them).
 
-    >>> scope_calibration_advice(DetectorQuality(0.617, 0.454, 0.765, 0.95, 40, 18), 0.75, 10)[:60]
-    'add at least 10 off-topic questions as gold rows with kind: '
+    Before any off-topic row (15 in-domain unanswerable rows, AUC 0.432): the class size asks
+    10; their balanced accuracy at TPR 0.9 with 0 of 10 judged in scope is (0.9 + 1 − 0.2775)
+    / 2 = 0.811 at the Wilson bound, over 0.68:
+
+    >>> text = scope_calibration_advice(
+    ...     DetectorQuality(0.432, 0.244, 0.633, 0.95, 30, 15).at_threshold(0.5, 0.9, 0.6),
+    ...     0.75, 10, 0.68)
+    >>> text[:72]
+    'add at least 10 off-topic questions as gold rows with kind: off-topic an'
+    >>> "the 15 in-domain unanswerable rows" in text
+    True
     """
-    n, auc = quality.n_neg, quality.auc
+    off_topic = quality.negatives == OFF_TOPIC_NEGATIVES
+    # the negatives the detector will be measured on: its off-topic rows (none yet: 0)
+    n, auc = (quality.n_neg, quality.auc) if off_topic else (0, float("nan"))
+    in_domain = quality.apart if off_topic else quality.n_neg
     k = max(0, min_class - n)
     if not math.isnan(auc) and auc < floor < 1:
         k = max(k, math.ceil(round(n * (floor - auc) / (1 - floor), 9)))
-    tpr, fpr = quality.tpr, quality.fpr
+    tpr, fpr = quality.tpr, (quality.fpr if off_topic else 0.0)
     short_side = False  # the answerable side alone keeps the balanced accuracy under its floor
     if min_balanced_accuracy > 0 and not (math.isnan(tpr) or math.isnan(fpr)):
         if (tpr + 1) / 2 < min_balanced_accuracy:
-            short_side = True  # more unanswerable rows cannot lift it; k keeps the other floors
+            short_side = True  # more off-topic rows cannot lift it; k keeps the other floors
         else:
             wrong = round(fpr * n)
             more = k
             while (
                 more < 10_000
-                and bounded_balanced_accuracy(tpr, wrong / (n + more), n + more)
+                and bounded_balanced_accuracy(tpr, wrong / max(n + more, 1), n + more)
                 < min_balanced_accuracy
             ):
                 more += 1
@@ -331,15 +411,22 @@ def scope_calibration_advice(
         )
     if k or not answerable:
         least = f"at least {k} " if k else ""
+        apart = (
+            f"the {in_domain} in-domain unanswerable rows (kind: unanswerable: on the corpus's "
+            "subjects, their answer missing) are reported apart, with how many it judges out "
+            "of scope, and do not count against it"
+            if in_domain
+            else "in-domain unanswerable rows (kind: unanswerable) would be reported apart"
+        )
         parts.append(
-            f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
-            "[] — questions your users ask that the corpus is not about (another product, "
-            "small talk), in each language served; the detector is measured on how its "
-            "score separates the gold set's unanswerable rows from the answerable ones, and "
-            "unanswerable rows on the corpus's own subjects are the hardest case and show "
-            "nothing of off-topic traffic"
+            f"add {least}off-topic questions as gold rows with kind: off-topic and gold: [] "
+            "— questions your users ask that the corpus is not about (another product, "
+            "small talk), in each language served; an unanswerable row that is off-topic "
+            "counts once relabelled kind: off-topic. With at least 2 such rows the detector "
+            "is calibrated and measured on them against the answerable rows, and "
+            + apart
             + (
-                f" ({k} such rows, each read out of scope, would bring the {n + k} unanswerable "
+                f" ({k} such rows, each read out of scope, would bring the {n + k} off-topic "
                 "rows to the quality floors; more if some read less clearly)"
                 if k
                 else ""
@@ -350,7 +437,7 @@ def scope_calibration_advice(
             f"the answerable side falls short too: at its threshold the detector keeps "
             f"{round(tpr * quality.n_pos)} of the {quality.n_pos} answerable gold questions in "
             f"scope (TPR {tpr:.3f}), so its balanced accuracy stays under "
-            f"{min_balanced_accuracy:.2f} whatever unanswerable rows are added; answerable rows "
+            f"{min_balanced_accuracy:.2f} whatever off-topic rows are added; answerable rows "
             "worded as your users ask (the detector is refitted on them) are what lifts it"
         )
     return "; ".join(parts)

@@ -30,6 +30,7 @@ from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import (
     DEFAULT_AUC_FLOOR,
+    OFF_TOPIC_NEGATIVES,
     DetectorQuality,
     MisjudgedAnswerable,
     MisjudgedUnanswerable,
@@ -57,7 +58,7 @@ from service.language.tags import language_key
 from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
-from service.records import GoldQuestion, Passage
+from service.records import OFF_TOPIC, GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
 from service.refusals.families import ScopeFamilies, build_families
 from service.refusals.languages import ScopeLanguages
@@ -71,6 +72,7 @@ from service.refusals.scope import (
     calibrate_with_retriever,
     corpus_sample,
     coverage_groups,
+    scope_rows,
     support_change,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
@@ -537,7 +539,13 @@ def _scope_stage(
             memo=memo,
         )[name]
     analysed = analysis_gold(gold)  # the rows' subjects, as the stage reads live questions
-    questions = list(analysed)
+    # with kind: off-topic rows, the detector is calibrated and measured on them against the
+    # answerable rows, and the in-domain unanswerable rows are measured apart (trial 46 F5)
+    questions, apart = scope_rows(list(analysed))
+    off_topic = all(q.answerable or q.kind == OFF_TOPIC for q in questions)
+    negatives = (
+        OFF_TOPIC_NEGATIVES if off_topic and any(q.kind == OFF_TOPIC for q in questions) else ""
+    )
     cache_size = config.question_cache_size
     known = KnownScope(analysed, config.scope_known_threshold, cache_size)
     if method == "retriever":
@@ -551,6 +559,10 @@ def _scope_stage(
             [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
             method=f"{retriever.name} best score on the gold set (no fitting)",
         ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
+        if negatives:
+            found_apart = retriever.search_batch([q.question for q in apart], 1)
+            out = sum(calibration.in_scope(best_score(r)) is not True for r in found_apart)
+            quality = replace(quality, negatives=negatives, apart=len(apart), apart_out=out)
         by_score = ScopeStage(calibration, retriever, k=1, known=known, cache_size=cache_size)
         return by_score, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
@@ -570,19 +582,52 @@ def _scope_stage(
         return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
                               retriever=retriever.name, min_tpr=config.scope_min_tpr,
                               languages=languages, min_rows=config.quality_min_class,
-                              corpus_total=len(every), groups=groups).fitted_state()  # fmt: skip
+                              corpus_total=len(every), groups=groups,
+                              negatives=negatives or "unanswerable").fitted_state()  # fmt: skip
 
     # the rows asking about one document (else one passage) do not see each other in the fit
     # (coverage_groups: trial 12, F1), the passages the corpus feature reads given theirs
     groups = coverage_groups(questions, {p.id: p.doc for p in every}, [every[i].id for i in sample])
     inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name,
               languages, config.quality_min_class, len(every), groups]  # fmt: skip
+    if negatives:  # (not before: the fits a memo kept before off-topic rows stay its)
+        inputs.append(negatives)
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     stage.families = scope_families(detector, [every[i].doc_type for i in sample])
     stage.languages = scope_languages(detector, languages)
     cal = detector.calibration  # its rates are those of the cross-validated scores
-    return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
+    quality = detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
+    if negatives:
+        quality = replace(
+            quality,
+            negatives=negatives,
+            apart=len(apart),
+            apart_out=_judged_out(detector, apart, retriever, config, gold),
+        )
+    return stage, cal, quality
+
+
+def _judged_out(
+    detector: EmbeddingScope,
+    rows: Sequence[GoldQuestion],
+    retriever: Retriever,
+    config: AnalyticsConfig,
+    gold: GoldSet,
+) -> int:
+    """How many of ``rows`` (gold rows the detector was not fitted on: the in-domain
+    unanswerable ones, :func:`~service.refusals.scope.scope_rows`) ``detector`` judges out of
+    scope, each scored as a live question is (its retriever score, its language's off-corpus
+    cutoff; probability in scope under the threshold, or off-corpus)."""
+    if not rows:
+        return 0
+    texts = [q.question for q in rows]
+    missing = [q.question for q in rows if not q.language]
+    detected = iter(language_detector(config, gold).detect_many(missing))
+    languages = [q.language or next(detected) for q in rows]
+    scores = [best_score(r) for r in retriever.search_batch(texts, 1)]
+    proba, off = detector.score_support(texts, scores, languages)
+    return int(np.count_nonzero(off | (proba < detector.calibration.threshold)))
 
 
 def scope_families(
