@@ -537,8 +537,10 @@ class AnalyticsConfig(_Frozen):
             share alone raises none, and the topic shares read as nearest gold topics:
             ``scope_min_balanced_accuracy``).
         quality_min_class: smallest class a detector's quality must be measured on (≥ 2)
-            for it to count as calibrated: the out-of-scope detector's unanswerable and
-            answerable gold questions, novelty's gold questions (each scored with its topic
+            for it to count as calibrated: the out-of-scope detector's unanswerable (its
+            ``kind: off-topic`` ones when the gold set has at least 2: the in-domain
+            unanswerable rows are then measured apart) and answerable gold questions,
+            novelty's gold questions (each scored with its topic
             held out); below it the detector is uncalibrated like one below
             ``quality_floor``, with the reason ("measured on only 5 unanswerable gold
             questions; needs at least 10"). Default 10: by Hanley & McNeil's standard error
