@@ -201,7 +201,7 @@ def class_rates_text(quality: Mapping[str, Any], detector: str | None = None) ->
             return f"{round(value * n)} of {n}"
         return None
 
-    words_of = RATE_WORDS.get(detector or "", (None, None))
+    words_of: tuple[str | None, str | None] = RATE_WORDS.get(detector or "", (None, None))
     if detector == "out_of_scope" and quality.get("negatives") == OFF_TOPIC_NEGATIVES:
         words_of = (words_of[0], "off-topic judged in scope")
     parts = []
