@@ -298,11 +298,11 @@ def apart_text(quality: Mapping[str, Any] | None) -> str | None:
     not measured on (``apart``, ``apart_out`` of a quality entry measured on off-topic rows:
     :meth:`DetectorQuality.as_dict`), or ``None`` (none measured apart).
 
-    >>> apart_text({"negatives": "off-topic", "apart": 15, "apart_out": 4})
+    >>> print(apart_text({"negatives": "off-topic", "apart": 15, "apart_out": 4}))
     ... # doctest: +NORMALIZE_WHITESPACE
-    'in-domain unanswerable gold rows (kind: unanswerable), measured apart: it judges 4 of 15
+    in-domain unanswerable gold rows (kind: unanswerable), measured apart: it judges 4 of 15
     out of scope (27%); not in its ROC AUC or rates: on the corpus's subjects with their
-    answer missing, they are not what it detects'
+    answer missing, they are not what it detects
     """
     if not quality or quality.get("negatives") != OFF_TOPIC_NEGATIVES:
         return None
@@ -710,8 +710,11 @@ class MisjudgedUnanswerable:
             off-corpus rule adds nothing: it can only move a question out of scope (an
             off-corpus question's probability of in scope is set to 0:
             :class:`service.refusals.scope.SupportCheck`), never into it, so the rows judged
-            in scope by both rules together are at most the score's alone.
-        n: unanswerable gold rows (``n_neg``), ≥ 1.
+            in scope by both rules together are at most the score's alone. Measured on
+            off-topic rows, plus the in-domain unanswerable rows it judges in scope
+            (:func:`misjudged_unanswerable`).
+        n: unanswerable gold rows (``n_neg``, plus ``apart`` when measured on off-topic
+            rows), ≥ 1.
         upper: the 95 % Wilson upper bound of ``count / n`` (Wilson 1927), in (0, 1].
     """
 
@@ -734,7 +737,15 @@ def misjudged_unanswerable(quality: Mapping[str, Any] | None) -> MisjudgedUnansw
     """The detector's misjudged unanswerable gold rows (:class:`MisjudgedUnanswerable`) from
     its quality report entry (``fpr``, ``n_neg``: :meth:`DetectorQuality.as_dict`, the
     operating point on cross-validated scores). ``None`` when ``fpr`` or ``n_neg`` is unknown
-    (no operating point, or no unanswerable row).
+    (no operating point, or no unanswerable row). A detector measured on off-topic rows
+    (``negatives``) adds the in-domain unanswerable rows it judges in scope (``apart`` −
+    ``apart_out``, of ``apart``; scored by a model not fitted on them): every unanswerable
+    row counts, as a refusal of any of them is correct.
+
+    >>> m = misjudged_unanswerable({"fpr": 0.0, "n_neg": 10, "negatives": "off-topic",
+    ...                             "apart": 15, "apart_out": 3})
+    >>> m.count, m.n, round(m.upper, 4)
+    (12, 25, 0.665)
 
     >>> m = misjudged_unanswerable({"fpr": 7 / 12, "n_neg": 12})
     >>> m.count, m.n, round(m.upper, 4), m.explains(298)
@@ -747,6 +758,12 @@ def misjudged_unanswerable(quality: Mapping[str, Any] | None) -> MisjudgedUnansw
         return None
     n = int(n)
     count = min(round(float(fpr) * n), n)
+    if quality.get("negatives") == OFF_TOPIC_NEGATIVES:
+        # the in-domain unanswerable rows measured apart count too: a refusal of such a
+        # question the detector judges in scope is a correct refusal read as an over-refusal
+        apart = int(quality.get("apart") or 0)
+        count += max(0, apart - int(quality.get("apart_out") or 0))
+        n += apart
     return MisjudgedUnanswerable(count, n, wilson_bounds(count, n)[1])
 
 

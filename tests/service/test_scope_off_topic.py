@@ -135,3 +135,19 @@ def test_the_retriever_detector_is_measured_on_off_topic_rows_and_counts_the_res
     assert quality is not None
     assert (quality.n_neg, quality.negatives, quality.apart) == (4, "", 0)
     assert quality.auc == pytest.approx(11 / 12)
+
+
+def test_over_refusals_explained_count_every_unanswerable_row() -> None:
+    from service.evaluation.detector_quality import misjudged_unanswerable
+
+    # 0 of 10 off-topic rows and 15 - 3 = 12 of the 15 in-domain rows judged in scope: 12 of 25.
+    # Wilson 95 % upper bound of 12/25 (z = 1.96): centre (0.48 + 3.8416/50) / (1 + 3.8416/25)
+    # = 0.48267, half-width 1.96 * sqrt(0.48 * 0.52 / 25 + 3.8416 / 2500) / 1.15366 = 0.18235,
+    # upper 0.66502
+    got = misjudged_unanswerable({"fpr": 0.0, "n_neg": 10, "negatives": "off-topic",
+                                  "apart": 15, "apart_out": 3})  # fmt: skip
+    assert got is not None and (got.count, got.n) == (12, 25)
+    assert got.upper == pytest.approx(0.66502, abs=1e-4)
+    # measured on every unanswerable row (no off-topic rows): as before, fpr * n_neg of n_neg
+    plain = misjudged_unanswerable({"fpr": 7 / 12, "n_neg": 12})
+    assert plain is not None and (plain.count, plain.n) == (7, 12)
