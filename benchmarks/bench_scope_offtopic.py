@@ -83,14 +83,14 @@ def user_setup(out: Path, root: Path = SHARED_DATA) -> dict[str, Any]:
 
 
 def add_offtopic_rows(
-    gold: Path, count: int, kind: str = "off-topic", root: Path = SHARED_DATA
+    gold: Path, count: int, kind: str = "off-topic", root: Path = SHARED_DATA, skip: int = 0
 ) -> int:
-    """Append ``count`` CLINC150 ``oos_train`` questions to ``gold`` as the advice says
-    (``kind`` — ``off-topic`` now, ``unanswerable`` on main — and ``gold: []``, nothing
-    else); returns how many were added."""
-    questions = _clinc("oos_train", root)[:count]
+    """Append ``count`` CLINC150 ``oos_train`` questions (after the first ``skip``) to
+    ``gold`` as the advice says (``kind`` — ``off-topic`` now, ``unanswerable`` as main's
+    advice said — and ``gold: []``, nothing else); returns how many were added."""
+    questions = _clinc("oos_train", root)[skip : skip + count]
     with gold.open("a", encoding="utf-8") as handle:
-        for i, text in enumerate(questions):
+        for i, text in enumerate(questions, start=skip):
             row = {"id": f"oos-{i:03d}", "question": text, "gold": [], "kind": kind}
             handle.write(json.dumps(row) + "\n")
     return len(questions)

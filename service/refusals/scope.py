@@ -169,27 +169,45 @@ def calibrate_threshold(
     )
 
 
-#: Fewest ``kind: off-topic`` gold rows that make them the out-of-scope detector's negatives
-#: (:func:`scope_rows`): the fit needs two of a class (:class:`EmbeddingScope`).
+#: Fewest ``kind: off-topic`` gold rows that make them the out-of-scope detector's only
+#: negatives (:func:`scope_rows`) whatever ``analytics.quality_min_class`` says: the fit needs
+#: two of a class (:class:`EmbeddingScope`).
 MIN_OFF_TOPIC = 2
 
 
+def off_topic_needed(min_class: int) -> int:
+    """Fewest ``kind: off-topic`` gold rows that make them the out-of-scope detector's only
+    negatives: ``analytics.quality_min_class`` (a measurement on fewer is no measurement:
+    :func:`~service.evaluation.detector_quality.too_few`), at least :data:`MIN_OFF_TOPIC`.
+
+    >>> off_topic_needed(10), off_topic_needed(0)
+    (10, 2)
+    """
+    return max(MIN_OFF_TOPIC, min_class)
+
+
 def scope_rows(
-    questions: Sequence[GoldQuestion],
+    questions: Sequence[GoldQuestion], min_off_topic: int = MIN_OFF_TOPIC
 ) -> tuple[list[GoldQuestion], list[GoldQuestion]]:
     """``(the rows the out-of-scope detector is calibrated and measured on, the rows measured
     apart)``, each in gold order.
 
     The detector claims to tell questions the corpus is not about from questions it answers.
-    With at least :data:`MIN_OFF_TOPIC` ``kind: off-topic`` rows (``gold: []``: the corpus
-    is not about them) those are its negatives against the answerable rows, and the other
-    ``gold: []`` rows — in-domain unanswerable ones (``kind: unanswerable``: on the corpus's
-    subjects, their answer missing, as SQuAD 2.0's "impossible" questions, whose words and
-    embeddings are those of answerable ones) — are left out of its fit, AUC and rates and
+    With at least ``min_off_topic`` ``kind: off-topic`` rows (``gold: []``: the corpus is
+    not about them; :func:`off_topic_needed` of ``analytics.quality_min_class``) those are
+    its negatives against the answerable rows, and the other ``gold: []`` rows — the
+    unanswerable ones not marked off-topic (``kind: unanswerable``; in-domain ones, on the
+    corpus's subjects with their answer missing, as SQuAD 2.0's "impossible" questions, have
+    the words and embeddings of answerable ones) — are left out of its fit, AUC and rates and
     measured apart (how many it judges out of scope). Trial 46 F5: 15 such rows held a
     SQuAD encyclopedia's detector at ROC AUC 0.432, and 0.743 after 20 off-topic rows were
-    added beside them, so a rise of off-topic traffic 7 % → 25 % raised nothing. Fewer
-    off-topic rows: every row, every ``gold: []`` row a negative (as before them).
+    added beside them, so a rise of off-topic traffic 7 % → 25 % raised nothing.
+
+    Fewer off-topic rows: every row, every ``gold: []`` row a negative, as before them — so
+    a gold set that followed the former advice (off-topic rows written ``kind:
+    unanswerable``) keeps the negatives it was measured on when its first off-topic rows
+    arrive, instead of dropping to the few new ones (review of s47-f5: 20 such rows, AUC
+    0.964, calibrated; then 2 ``kind: off-topic`` rows made it uncalibrated on 2).
 
     >>> rows = [GoldQuestion("a1", "Who built it?", ("p1",)),
     ...         GoldQuestion("u1", "Who did not build it?", (), kind="unanswerable"),
@@ -197,11 +215,11 @@ def scope_rows(
     ...         GoldQuestion("o2", "Tell me a joke", (), kind="off-topic")]
     >>> [[q.id for q in part] for part in scope_rows(rows)]
     [['a1', 'o1', 'o2'], ['u1']]
-    >>> [[q.id for q in part] for part in scope_rows(rows[:3])]
-    [['a1', 'u1', 'o1'], []]
+    >>> [[q.id for q in part] for part in scope_rows(rows, 3)]
+    [['a1', 'u1', 'o1', 'o2'], []]
     """
     off_topic = sum(1 for q in questions if not q.answerable and q.kind == OFF_TOPIC)
-    if off_topic < MIN_OFF_TOPIC:
+    if off_topic < max(MIN_OFF_TOPIC, min_off_topic):
         return list(questions), []
     fitted = [q for q in questions if q.answerable or q.kind == OFF_TOPIC]
     apart = [q for q in questions if not q.answerable and q.kind != OFF_TOPIC]

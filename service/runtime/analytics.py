@@ -30,6 +30,7 @@ from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import (
     DEFAULT_AUC_FLOOR,
+    FEW_OFF_TOPIC_NEGATIVES,
     OFF_TOPIC_NEGATIVES,
     DetectorQuality,
     MisjudgedAnswerable,
@@ -58,7 +59,7 @@ from service.language.tags import language_key
 from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
-from service.records import OFF_TOPIC, GoldQuestion, Passage
+from service.records import KINDS, OFF_TOPIC, GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
 from service.refusals.families import ScopeFamilies, build_families
 from service.refusals.languages import ScopeLanguages
@@ -72,6 +73,7 @@ from service.refusals.scope import (
     calibrate_with_retriever,
     corpus_sample,
     coverage_groups,
+    off_topic_needed,
     scope_rows,
     support_change,
 )
@@ -539,13 +541,21 @@ def _scope_stage(
             memo=memo,
         )[name]
     analysed = analysis_gold(gold)  # the rows' subjects, as the stage reads live questions
-    # with kind: off-topic rows, the detector is calibrated and measured on them against the
-    # answerable rows, and the in-domain unanswerable rows are measured apart (trial 46 F5)
-    questions, apart = scope_rows(list(analysed))
-    off_topic = all(q.answerable or q.kind == OFF_TOPIC for q in questions)
+    # with enough kind: off-topic rows (quality_min_class), the detector is calibrated and
+    # measured on them against the answerable rows, and the other gold: [] rows are measured
+    # apart (trial 46 F5); with fewer, on every gold: [] row as before them, so a gold set
+    # that wrote its off-topic rows kind: unanswerable keeps its negatives (review of s47-f5)
+    needed = off_topic_needed(config.quality_min_class)
+    questions, apart = scope_rows(list(analysed), needed)
+    n_off = sum(1 for q in analysed if not q.answerable and q.kind == OFF_TOPIC)
     negatives = (
-        OFF_TOPIC_NEGATIVES if off_topic and any(q.kind == OFF_TOPIC for q in questions) else ""
+        "" if not n_off else OFF_TOPIC_NEGATIVES if n_off >= needed else FEW_OFF_TOPIC_NEGATIVES
     )
+    # the gold: [] rows not marked off-topic: measured apart, or (too few off-topic rows)
+    # among the negatives
+    unmarked = apart or [q for q in questions if not q.answerable and q.kind != OFF_TOPIC]
+    about = {"negatives": negatives, "apart": len(unmarked), "apart_kinds": _kinds(unmarked),
+             "off_topic": n_off, "off_topic_needed": needed}  # fmt: skip
     cache_size = config.question_cache_size
     known = KnownScope(analysed, config.scope_known_threshold, cache_size)
     if method == "retriever":
@@ -560,9 +570,9 @@ def _scope_stage(
             method=f"{retriever.name} best score on the gold set (no fitting)",
         ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
         if negatives:
-            found_apart = retriever.search_batch([q.question for q in apart], 1)
+            found_apart = retriever.search_batch([q.question for q in unmarked], 1)
             out = sum(calibration.in_scope(best_score(r)) is not True for r in found_apart)
-            quality = replace(quality, negatives=negatives, apart=len(apart), apart_out=out)
+            quality = replace(quality, apart_out=out, **about)
         by_score = ScopeStage(calibration, retriever, k=1, known=known, cache_size=cache_size)
         return by_score, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
@@ -598,14 +608,22 @@ def _scope_stage(
     stage.languages = scope_languages(detector, languages)
     cal = detector.calibration  # its rates are those of the cross-validated scores
     quality = detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
-    if negatives:
-        quality = replace(
-            quality,
-            negatives=negatives,
-            apart=len(apart),
-            apart_out=_judged_out(detector, apart, retriever, config, gold),
-        )
+    if negatives == OFF_TOPIC_NEGATIVES:
+        out = _judged_out(detector, apart, retriever, config, gold)
+        quality = replace(quality, apart_out=out, **about)
+    elif negatives:  # among the negatives: judged at their cross-validated scores
+        is_unmarked = np.array([not q.answerable and q.kind != OFF_TOPIC for q in questions])
+        out = int(np.count_nonzero(detector.cv_scores[is_unmarked] < cal.threshold))
+        quality = replace(quality, apart_out=out, **about)
     return stage, cal, quality
+
+
+def _kinds(rows: Sequence[GoldQuestion]) -> str:
+    """The kinds of ``rows``, each once in :data:`~service.records.KINDS` order,
+    ``", "``-joined (``"unanswerable, role-restricted"``; a ``gold: []`` row of another kind
+    reads ``unanswerable``, as the loader names it); ``"unanswerable"`` for none."""
+    present = {q.kind if q.kind == "role-restricted" else "unanswerable" for q in rows}
+    return ", ".join(k for k in KINDS if k in present) or "unanswerable"
 
 
 def _judged_out(

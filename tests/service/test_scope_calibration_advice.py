@@ -77,7 +77,7 @@ def test_before_any_off_topic_row_the_in_domain_rows_set_no_count() -> None:
     advice = scope_calibration_advice(user, 0.75, 10, 0.68)
     assert advice.startswith("add at least 10 off-topic questions as gold rows with kind: "
                              "off-topic and gold: []"), advice  # fmt: skip
-    assert "the 15 in-domain unanswerable rows (kind: unanswerable" in advice
+    assert "the 15 unanswerable rows not marked off-topic (kind: unanswerable" in advice
     assert "would bring the 10 off-topic rows to the quality floors" in advice
     # a floor of 0.85 asks (1.9333 - u) / 2 >= 0.85, u <= 0.2333: z^2 / (m + z^2) <= 0.2333
     # gives m >= 3.8416 / 0.2333 - 3.8416 = 12.62: 13 rows (u(13) = 0.2280, u(12) = 0.2425)

@@ -71,7 +71,7 @@ def test_the_words_name_the_off_topic_rows() -> None:
     quality = DetectorQuality(0.947, 0.858, 1.0, 0.95, 30, 10, negatives="off-topic",
                               apart=15, apart_out=3).at_threshold(0.3, 28 / 30, 0.0)  # fmt: skip
     assert measured_on("out_of_scope", quality) == (
-        "10 off-topic / 30 answerable gold questions; 15 in-domain unanswerable measured apart"
+        "10 off-topic / 30 answerable gold questions; 15 not marked off-topic measured apart"
     )
     assert class_rates_text(quality.as_dict(), "out_of_scope") == (
         "answerable kept in scope 28 of 30 (TPR 0.933); off-topic judged in scope 0 of 10 "
@@ -82,9 +82,13 @@ def test_the_words_name_the_off_topic_rows() -> None:
         "measured on only 4 off-topic gold questions; needs at least 10"
     )
     # 3 of 15: 20 %
+    # 3 of 15: 20 %; Wilson 95 % (z = 1.96, z^2 = 3.8416): centre 0.2 + 3.8416/30 = 0.32805,
+    # half 1.96 * sqrt(0.2 * 0.8 / 15 + 3.8416 / 900) = 1.96 * 0.12221 = 0.23953, scale
+    # 1 + 3.8416/15 = 1.25611: [0.07047, 0.45186]
     assert (apart_text(quality.as_dict()) or "").startswith(
-        "in-domain unanswerable gold rows (kind: unanswerable), measured apart: it judges 3 of "
-        "15 out of scope (20%)"
+        "gold: [] rows not marked off-topic (kind: unanswerable), measured apart: it judges 3 of "
+        "15 out of scope (20%; Wilson 95 % [7.0%, 45.2%]); not in its ROC AUC or rates: those "
+        "on the corpus's subjects"
     )
     assert calibration_limit(quality.as_dict()) == OFF_TOPIC_CALIBRATION_LIMIT
     # without off-topic rows the entry and the words are as before (replay goldens unchanged)
