@@ -80,7 +80,7 @@ class DetectorQuality:
             look like answerable ones to every feature); with ``"unanswerable and
             off-topic"`` among the negatives, ≥ 0.
         apart_out: of ``apart``, how many the detector judges out of scope (among the
-            negatives: at their cross-validated scores), in [0, apart].
+            negatives: at the scores it was measured on), in [0, apart].
         apart_kinds: the kinds of the ``apart`` rows, in :data:`~service.records.KINDS`
             order, ``", "``-joined (``"unanswerable"``, ``"unanswerable, role-restricted"``).
         off_topic: ``kind: off-topic`` rows of the gold set, ≥ 0 (with ``negatives`` ``""``: 0).
@@ -319,6 +319,33 @@ def _share(count: int, n: int) -> str:
     return f"{count / n:.0%}; Wilson 95 % [{low:.1%}, {high:.1%}]"
 
 
+def on_topic_flag_text(quality: Mapping[str, Any] | None) -> str | None:
+    """The out-of-scope share on-topic traffic alone would show: the answerable gold rows
+    the detector judges out of scope (``1 − tpr`` of ``n_pos``, held out) with its Wilson
+    interval, to read beside the live out-of-scope share (review of s47-f5: "out of scope
+    969/4998 (19.4 %)" is not 19.4 % off-topic traffic). ``None`` without an operating
+    point, or for a gold set without ``kind: off-topic`` rows (``negatives`` ``""``: the
+    reports read as before them).
+
+    >>> print(on_topic_flag_text({"negatives": "off-topic", "tpr": 28 / 30, "n_pos": 30}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    on-topic questions alone would read out of scope at about its answerable gold rows' rate,
+    2 of 30 (7%; Wilson 95 % [1.8%, 21.3%]): the out-of-scope share is not all off-topic
+    traffic
+    """
+    if not quality or not quality.get("negatives"):
+        return None
+    tpr, n = quality.get("tpr"), int(quality.get("n_pos") or 0)
+    if tpr is None or n < 1 or not math.isfinite(float(tpr)):
+        return None
+    out = n - round(float(tpr) * n)
+    return (
+        f"on-topic questions alone would read out of scope at about its answerable gold rows' "
+        f"rate, {out} of {n} ({_share(out, n)}): the out-of-scope share is not all off-topic "
+        "traffic"
+    )
+
+
 def apart_text(quality: Mapping[str, Any] | None) -> str | None:
     """What the out-of-scope detector does with the ``gold: []`` rows not marked off-topic
     (``apart``, ``apart_out``, ``apart_kinds`` of a quality entry:
@@ -344,8 +371,8 @@ def apart_text(quality: Mapping[str, Any] | None) -> str | None:
     ...                   "off_topic_needed": 10}))  # doctest: +NORMALIZE_WHITESPACE
     2 kind: off-topic gold rows, fewer than the 10 that make them its only negatives: it is
     measured, as before them, on all 22 gold: [] rows; of the 20 not marked off-topic (kind:
-    unanswerable) it judges 18 out of scope (90%; Wilson 95 % [69.9%, 97.2%]) at their
-    cross-validated scores: they look off-topic — those the corpus is not about belong in
+    unanswerable) it judges 18 out of scope (90%; Wilson 95 % [69.9%, 97.2%]) at the
+    scores it was measured on: they look off-topic — those the corpus is not about belong in
     kind: off-topic (relabelled, 22 off-topic rows: it is then measured on them alone)
     """
     if not quality or quality.get("negatives") not in (
@@ -390,7 +417,7 @@ def apart_text(quality: Mapping[str, Any] | None) -> str | None:
                 "then apart")  # fmt: skip
     return (
         f"{head}; of the {n} not marked off-topic (kind: {kinds}) it judges {out} out of "
-        f"scope ({_share(out, n)}) at their cross-validated scores{tail}"
+        f"scope ({_share(out, n)}) at the scores it was measured on{tail}"
     )
 
 

@@ -95,6 +95,7 @@ from service.drift.stage import adjusted_note, rate_moves, silenced_verb
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     apart_text,
+    on_topic_flag_text,
     operating_point_summary,
     over_refusals_explained_text,
     under_refusals_explained_text,
@@ -649,6 +650,8 @@ def render_text(doc: ReplayReport) -> str:
                 lines.append(f"  to calibrate it: {advice}")
         else:
             lines.append(f"out of scope: {counts}; detector {quality}")
+            if (on_topic := on_topic_flag_text(scope.get("quality"))) is not None:
+                lines.append(f"  {on_topic}")
         if lacking := no_gold_rows_text(scope):
             lines.append(f"  {lacking}")
         if families:

@@ -611,7 +611,7 @@ def _scope_stage(
     if negatives == OFF_TOPIC_NEGATIVES:
         out = _judged_out(detector, apart, retriever, config, gold)
         quality = replace(quality, apart_out=out, **about)
-    elif negatives:  # among the negatives: judged at their cross-validated scores
+    elif negatives:  # among the negatives: judged at the scores it was measured on
         is_unmarked = np.array([not q.answerable and q.kind != OFF_TOPIC for q in questions])
         out = int(np.count_nonzero(detector.cv_scores[is_unmarked] < cal.threshold))
         quality = replace(quality, apart_out=out, **about)

@@ -16,6 +16,7 @@ from service.evaluation.detector_quality import (
     apart_text,
     class_rates_text,
     measured_on,
+    scope_calibration_advice,
     too_few,
 )
 from service.records import GoldQuestion, Passage, ScoredDoc
@@ -155,3 +156,83 @@ def test_over_refusals_explained_count_every_unanswerable_row() -> None:
     # measured on every unanswerable row (no off-topic rows): as before, fpr * n_neg of n_neg
     plain = misjudged_unanswerable({"fpr": 7 / 12, "n_neg": 12})
     assert plain is not None and (plain.count, plain.n) == (7, 12)
+
+
+def test_too_few_off_topic_rows_keep_every_unanswerable_row_a_negative() -> None:
+    """Review of s47-f5: off-topic rows become the only negatives at
+    ``quality_min_class`` of them; fewer keep every ``gold: []`` row a negative (a gold set
+    that wrote its off-topic rows ``kind: unanswerable``, as main's advice said, keeps what it
+    was measured on), and the rows not marked off-topic are counted by their kind."""
+    from service.runtime.analytics import _scope_stage
+
+    rows = [
+        GoldQuestion("a1", "When was the abbey built?", ("p1",)),
+        GoldQuestion("a2", "Who founded the abbey?", ("p1",)),
+        GoldQuestion("a3", "Where is the abbey?", ("p2",)),
+        GoldQuestion("u1", "When was the abbey not built?", (), kind="unanswerable"),
+        GoldQuestion("u2", "What is the weather in Oslo?", (), kind="unanswerable"),
+        GoldQuestion("r1", "What did the abbot earn?", (), kind="role-restricted"),
+        GoldQuestion("o1", "Book me a taxi to the airport", (), kind="off-topic"),
+    ]
+    more = [GoldQuestion("o2", "What is my card's overdraft fee?", (), kind="off-topic"),
+            GoldQuestion("o3", "Tell me a joke", (), kind="off-topic")]  # fmt: skip
+    scores = {"a1": 9.0, "a2": 8.0, "a3": 7.0, "u1": 7.5, "u2": 3.0, "r1": 2.5, "o1": 1.0,
+              "o2": 2.0, "o3": 0.5}  # fmt: skip
+    retriever = _Retriever({q.question: scores[q.id] for q in rows + more})
+    corpus = Corpus((Passage("p1", "The abbey was built in 1090."),
+                     Passage("p2", "The abbey stands in Kent.")))  # fmt: skip
+    config = AnalyticsConfig(scope_method="retriever", quality_min_class=3)
+    # 1 off-topic row of the 3 needed: the negatives are all 4 gold: [] rows (7.5, 3, 2.5, 1)
+    # against 9, 8, 7: u1 at 7.5 beats a3 only, 11 of 12 pairs ordered. Keeping every
+    # answerable row in scope (scope_min_tpr 0.95) puts the threshold at 7: u1 reads in scope,
+    # u2 and r1 out, 2 of the 3 not marked off-topic.
+    _, calibration, quality = _scope_stage(config, GoldSet(tuple(rows)), corpus,
+                                           retriever=retriever)  # type: ignore[arg-type]  # fmt: skip
+    assert calibration is not None and quality is not None
+    assert calibration.threshold == 7.0
+    assert (quality.n_pos, quality.n_neg) == (3, 4)
+    assert quality.auc == pytest.approx(11 / 12)
+    assert (quality.negatives, quality.off_topic, quality.off_topic_needed) == (
+        "unanswerable and off-topic", 1, 3)  # fmt: skip
+    assert (quality.apart, quality.apart_out, quality.apart_kinds) == (
+        3, 2, "unanswerable, role-restricted")  # fmt: skip
+    # 2 of 3: Wilson 95 %: centre 2/3 + 3.8416/6 = 1.30693, half 1.96 * sqrt(2/27 + 3.8416/36)
+    # = 0.83337, scale 1 + 3.8416/3 = 2.28053: [20.8%, 93.9%]; most of them out: relabel
+    assert apart_text(quality.as_dict()) == (
+        "1 kind: off-topic gold row, fewer than the 3 that make them its only negatives: it is "
+        "measured, as before them, on all 4 gold: [] rows; of the 3 not marked off-topic "
+        "(kind: unanswerable, role-restricted) it judges 2 out of scope (67%; Wilson 95 % "
+        "[20.8%, 93.9%]) at the scores it was measured on: they look off-topic — those the "
+        "corpus is not about belong in kind: off-topic (relabelled, 4 off-topic rows: it is "
+        "then measured on them alone)"
+    )
+    # the advice counts the 1 off-topic row there is: 3 - 1 = 2 more for the class size
+    advice = scope_calibration_advice(quality, 0.75, 3)
+    assert advice.startswith("add at least 2 off-topic questions"), advice
+    assert "in-domain unanswerable rows" not in advice
+    # 3 off-topic rows: they are the negatives (1, 2, 0.5, all under 7: AUC 1), the other 3
+    # apart, 2 of them judged out of scope at the threshold 7
+    _, calibration, quality = _scope_stage(config, GoldSet(tuple(rows + more)), corpus,
+                                           retriever=retriever)  # type: ignore[arg-type]  # fmt: skip
+    assert calibration is not None and quality is not None
+    assert calibration.threshold == 7.0
+    assert (quality.n_neg, quality.auc, quality.negatives) == (3, 1.0, "off-topic")
+    assert (quality.apart, quality.apart_out, quality.apart_kinds) == (
+        3, 2, "unanswerable, role-restricted")  # fmt: skip
+    assert measured_on("out_of_scope", quality) == (
+        "3 off-topic / 3 answerable gold questions; 3 not marked off-topic measured apart"
+    )
+
+
+def test_the_on_topic_flag_rate_sits_beside_the_out_of_scope_share() -> None:
+    from service.evaluation.detector_quality import on_topic_flag_text
+
+    # 28 of 30 answerable kept in scope: 2 of 30 read out of scope; Wilson 95 %: centre
+    # 0.06667 + 3.8416/60 = 0.13069, half 1.96 * sqrt(0.06667 * 0.93333 / 30 + 3.8416/3600)
+    # = 0.10209, scale 1.12805: [1.8%, 21.3%]
+    quality = DetectorQuality(0.947, 0.858, 1.0, 0.95, 30, 10, negatives="off-topic")
+    text = on_topic_flag_text(quality.at_threshold(0.3, 28 / 30, 0.0).as_dict())
+    assert text is not None and "2 of 30 (7%; Wilson 95 % [1.8%, 21.3%])" in text
+    # without off-topic rows the reports read as before
+    plain = DetectorQuality(0.947, 0.858, 1.0, 0.95, 30, 10).at_threshold(0.3, 28 / 30, 0.0)
+    assert on_topic_flag_text(plain.as_dict()) is None
