@@ -373,8 +373,8 @@ class DriftStage:
         self._last_state: dict[str, str] = {}
         #: Why each comparison's drift opened no alarm (``"dim/name"`` -> ``"confounded by
         #: language"``, ``"only novel rose"``), kept while its detector reads ``drift``, for
-        #: the held quiet row (``held_because: quiet_hold``); not in the snapshot (after a
-        #: restore the row says it without the why).
+        #: the held quiet row (``held_because: quiet_hold``); in the snapshot (``quiet_why``),
+        #: so a restarted process says the same why.
         self._quiet_why: dict[str, str] = {}
         #: "dimension/comparison" of a categorical dimension in drift -> the categories its
         #: open alarm named so far: one rising later is recorded as a widening (_record_alarms)
@@ -680,7 +680,7 @@ class DriftStage:
         46 F3), e.g. ``"a drift that opened no alarm (confounded by language), held by
         hysteresis: this test (JSD 0.005, p 0.003) does not meet the alarm rule; an alarm
         opens only at a test that does, else it clears"``. The why is the latest one that
-        kept the drift quiet (left out after a restore: not in the snapshot)."""
+        kept the drift quiet (kept in the snapshot: a restored process says it too)."""
         if (report is None or test.get("state") != UNCALIBRATED or dim in self.suppressed
                 or test.get("tested_state") != "drift"
                 or not report.held_by_hysteresis):  # fmt: skip
@@ -1073,6 +1073,8 @@ class DriftStage:
                 if before == "drift" and dim in self.suppressed:  # ended: why, not "cleared"
                     entry["suppressed"] = self.suppressed[dim]
                 entry.update(_what_moved(report.to_dict()))  # fmt: skip
+                if now == "drift" or quiet:  # the rule it met, so the entry can be checked
+                    entry.update(_alarm_rule(det, report))
                 if now == "drift" and dim in CATEGORICAL:
                     self._named[key] = self._rising_named(dim, entry)
                 if now == "drift":
@@ -1305,6 +1307,7 @@ class DriftStage:
             "alarms": self.alarms,
             "last_state": self._last_state,
             "named": self._named,
+            "quiet_why": self._quiet_why,
             "detectors": {
                 (KNOWN_MISS_STATE if dim == KNOWN_MISS else dim): det.snapshot()
                 for dim, det in self._detectors().items()
@@ -1358,6 +1361,8 @@ class DriftStage:
         if named is None:  # a snapshot from before: what the open alarms' entries named
             named = _named_by(self.alarms, self._last_state)
         self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
+        # (a snapshot from before: no why kept; the held quiet row then says it without one)
+        self._quiet_why = {str(k): str(v) for k, v in state.get("quiet_why", {}).items()}
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
@@ -1904,6 +1909,30 @@ def reference_reading(alarm: Mapping[str, Any], span_s: float | None) -> dict[st
                  "enough the gold set's mix; traffic changing toward the gold set closes it "
                  "too (the baseline comparison dates changes)")  # fmt: skip
     return {**alarm, "reads": reads}
+
+
+def _alarm_rule(detector: Any, report: Any) -> dict[str, Any]:
+    """The alarm rule a test that opened an alarm met, for its entry in the history (trial 46
+    F3's leftover: an entry recorded p and JSD but not the alpha or the effect thresholds, so
+    it could not be checked from the entry alone): ``alpha`` (the test's own, after the
+    dimension's Bonferroni split), and ``min_jsd`` and ``min_share_change`` of a categorical
+    detector (the effect: JSD or one share change's confidence bound at or above its
+    threshold) or ``min_change`` of a rate detector (the rate change's bound), all in [0, 1];
+    ``{}`` for a detector without them (rising terms record their ``alpha`` already).
+
+    >>> from types import SimpleNamespace
+    >>> det = RateDriftDetector(reference=(5, 100), min_count=50)
+    >>> _alarm_rule(det, SimpleNamespace(alpha=0.001))
+    {'alpha': 0.001, 'min_change': 0.05}
+    """
+    rule: dict[str, Any] = {}
+    if isinstance(detector, CategoricalDriftDetector):
+        rule = {"min_jsd": detector.min_jsd, "min_share_change": detector.min_share_change}
+    elif isinstance(detector, RateDriftDetector):
+        rule = {"min_change": detector.min_change}
+    else:
+        return rule
+    return {"alpha": float(report.alpha), **rule}
 
 
 def _what_moved(test: Mapping[str, Any]) -> dict[str, Any]:

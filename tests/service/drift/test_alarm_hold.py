@@ -172,6 +172,10 @@ def test_a_held_quiet_drift_still_alarms_at_the_first_test_that_meets_the_rule()
     assert [(a["state"], a["rising"]) for a in alarms] == [("drift", ["x"])]
     opened = alarms[0]
     assert opened["p_value"] < _baseline(drift)["alpha"]
+    # the entry names the rule it met (the stage's defaults: JSD 0.05, 5 share points), so it
+    # can be checked on its own: p below its alpha
+    assert (opened["min_jsd"], opened["min_share_change"]) == (0.05, 0.05)
+    assert opened["alpha"] == _baseline(drift)["alpha"] and opened["p_value"] < opened["alpha"]
     # the test that opened it: the first strong one (a later one's window holds more x)
     assert "clearing_since" not in opened and opened["timestamp"] > START.timestamp() + 12 * 3600
     assert drift.take_alarms() == {("topic", "baseline"): 1}
@@ -235,6 +239,16 @@ def test_a_drift_held_quiet_after_its_confound_ended_says_why_on_every_surface()
     assert "drift declared earlier stands" not in page and "Held by hysteresis" not in page
     assert f"  topic vs baseline opens no alarm: {held}" in text
     assert not [line for line in text if "drift held" in line]
+    # a restarted process (snapshot through JSON, restored into a fresh stage with the same
+    # configuration) says the same why: before, the snapshot lacked it and the row read "a
+    # drift that opened no alarm, held by hysteresis" with no reason (session 46's leftover)
+    restored = DriftStage({"language": {"en": 1}},
+                          clock=lambda: (START + timedelta(days=30)).timestamp())  # fmt: skip
+    restored.confound("topic", "language", "topic labels worse in hi")
+    restored.restore(json.loads(json.dumps(drift.state_snapshot())))
+    test_after, row_after, _ = _surfaces(restored)
+    assert (test_after.get("held_because"), test_after.get("held")) == ("quiet_hold", held)
+    assert row_after[-1] == f"held: {held}"
 
 
 def test_the_alarm_ends_when_the_effect_falls_below_half_the_threshold() -> None:
