@@ -845,8 +845,9 @@ The demo's rewritten in the forty-seventh session (s47-f5; trial 46 F5) for its 
 ``analytics.detector_quality.out_of_scope.to_calibrate`` and
 ``analytics.out_of_scope.quality.to_calibrate`` now ask for ``kind: off-topic`` rows, "add at
 least 10" (was 11 ``kind: unanswerable`` rows): the out-of-scope detector is measured on
-off-topic rows once there are 2, and the demo's 12 ``gold: []`` rows are all in-domain (a PhD
-fee, the principal's name), so the count is that of off-topic rows from none: the class size
+off-topic rows once there are ``analytics.quality_min_class`` (10) of them, and the demo's 12
+``gold: []`` rows are ``kind: unanswerable`` (a PhD fee, the principal's name: on its
+subjects), so the count is that of off-topic rows from none: the class size
 10, whose balanced accuracy at 0 of 10 let through, (45/47 + 1 − 0.2775) / 2 = 0.840, clears
 0.68. The production-shaped goldens are unchanged (no ``kind: off-topic`` row, calibrated).
 """
