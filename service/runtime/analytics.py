@@ -554,8 +554,14 @@ def _scope_stage(
     # the gold: [] rows not marked off-topic: measured apart, or (too few off-topic rows)
     # among the negatives
     unmarked = apart or [q for q in questions if not q.answerable and q.kind != OFF_TOPIC]
-    about = {"negatives": negatives, "apart": len(unmarked), "apart_kinds": _kinds(unmarked),
-             "off_topic": n_off, "off_topic_needed": needed}  # fmt: skip
+
+    def about(quality: DetectorQuality, out: int) -> DetectorQuality:
+        """``quality`` with the off-topic rows and the rows not marked off-topic (``out`` of
+        them judged out of scope)."""
+        return replace(quality, negatives=negatives, apart=len(unmarked), apart_out=out,
+                       apart_kinds=_kinds(unmarked), off_topic=n_off,
+                       off_topic_needed=needed)  # fmt: skip
+
     cache_size = config.question_cache_size
     known = KnownScope(analysed, config.scope_known_threshold, cache_size)
     if method == "retriever":
@@ -572,7 +578,7 @@ def _scope_stage(
         if negatives:
             found_apart = retriever.search_batch([q.question for q in unmarked], 1)
             out = sum(calibration.in_scope(best_score(r)) is not True for r in found_apart)
-            quality = replace(quality, apart_out=out, **about)
+            quality = about(quality, out)
         by_score = ScopeStage(calibration, retriever, k=1, known=known, cache_size=cache_size)
         return by_score, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
@@ -610,11 +616,11 @@ def _scope_stage(
     quality = detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
     if negatives == OFF_TOPIC_NEGATIVES:
         out = _judged_out(detector, apart, retriever, config, gold)
-        quality = replace(quality, apart_out=out, **about)
+        quality = about(quality, out)
     elif negatives:  # among the negatives: judged at the scores it was measured on
         is_unmarked = np.array([not q.answerable and q.kind != OFF_TOPIC for q in questions])
         out = int(np.count_nonzero(detector.cv_scores[is_unmarked] < cal.threshold))
-        quality = replace(quality, apart_out=out, **about)
+        quality = about(quality, out)
     return stage, cal, quality
 
 
