@@ -25,9 +25,17 @@ PII_TYPES: tuple[str, ...] = (
 #: The placeholder that replaces each type in a scrubbed text: ``f"<{type.upper()}>"``.
 PLACEHOLDERS = {kind: f"<{kind.upper()}>" for kind in PII_TYPES}
 
-#: Question kinds of the gold set (design brief, idea 2). ``unanswerable`` rows have ``gold == ()``.
-Kind = Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
-KINDS: tuple[str, ...] = ("plain", "expert", "multi-passage", "unanswerable", "role-restricted")
+#: Question kinds of the gold set (design brief, idea 2). ``unanswerable`` and ``off-topic`` rows
+#: have ``gold == ()``: an ``unanswerable`` row asks about the corpus's subjects and its answer
+#: is missing (SQuAD 2.0's "impossible" questions); an ``off-topic`` row asks about something
+#: the corpus is not about at all (another product, small talk) — what the out-of-scope
+#: detector is calibrated on when the gold set has any (:func:`service.refusals.scope.scope_rows`).
+Kind = Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted", "off-topic"]
+KINDS: tuple[str, ...] = (
+    "plain", "expert", "multi-passage", "unanswerable", "role-restricted", "off-topic",
+)  # fmt: skip
+#: The kind of an off-topic gold row (:data:`KINDS`).
+OFF_TOPIC = "off-topic"
 
 #: Where a gold question came from (design brief, idea 3). Reported apart, never mixed silently.
 Source = Literal["real", "written", "generated"]

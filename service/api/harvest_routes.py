@@ -106,7 +106,9 @@ class AcceptBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gold: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(max_length=100)
-    kind: Literal["plain", "expert", "multi-passage", "unanswerable", "role-restricted"]
+    kind: Literal[
+        "plain", "expert", "multi-passage", "unanswerable", "role-restricted", "off-topic"
+    ]
     #: The question as it goes into the gold set, when the labeller rewords the suggestion's
     #: (to take out a name or other personal data the scrubber missed, or fix a typo);
     #: scrubbed again. ``None``: the suggestion's scrubbed text. One that differs from every

@@ -302,8 +302,12 @@ class RefusalsReport(TypedDict):
     (:func:`service.runtime.reports.detector_quality_report`, with ``to_calibrate``: what to
     add to the gold set while the out-of-scope detector is uncalibrated; the out-of-scope detector's
     positive class is "in scope": its ``tpr`` is the share of answerable gold questions kept
-    in scope, its ``fpr`` the share of unanswerable ones judged in scope, not a rate of
-    false alarms) and the AUC floor below which
+    in scope, its ``fpr`` the share of unanswerable ones judged in scope — of its
+    ``kind: off-topic`` rows when ``negatives`` is ``"off-topic"``, the other ``gold: []``
+    rows then counted apart in ``apart`` / ``apart_out`` — not a rate of false alarms; the
+    over-refusal bound, ``out_of_scope.over_refusals_explained``, counts every ``gold: []``
+    row, off-topic and the others, so in-domain unanswerable rows read in scope raise it and
+    the bar the over-refusal alert must clear) and the AUC floor below which
     a detector is uncalibrated (``None``: analytics without one), the class size below which
     it is likewise (``quality_min_class``), and ``refusals_method``: how the answers were
     counted as refused, with both counts (``answer.refused`` where the event sets it, else

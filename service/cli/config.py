@@ -180,10 +180,14 @@ def _detector_lines(analytics: Analytics) -> list[str]:
     (:meth:`~service.runtime.analytics.Analytics.uncalibrated`, the text the reports show);
     then why a detector is off, if one is; then the topic assignment's held-out kappa
     (:func:`_topic_lines`)."""
-    from service.evaluation.detector_quality import measured_on, operating_point_summary
+    from service.evaluation.detector_quality import (
+        apart_text,
+        measured_on,
+        operating_point_summary,
+    )
     from service.refusals.families import gold_families_text
     from service.refusals.languages import confound_text
-    from service.refusals.scope import CALIBRATION_LIMIT, support_by_language_text, support_text
+    from service.refusals.scope import calibration_limit, support_by_language_text, support_text
     from service.runtime.analytics import (
         families_off_text,
         scope_families_of,
@@ -209,7 +213,9 @@ def _detector_lines(analytics: Analytics) -> list[str]:
             if advice := analytics.to_calibrate(name):
                 lines.append(f"  to calibrate it: {advice}")
         if name == "out_of_scope":
-            lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
+            if (apart := apart_text(quality.as_dict())) is not None:
+                lines.append(f"  {apart}")
+            lines.append(f"  out-of-scope calibration: {calibration_limit(quality.as_dict())}")
             support = scope_support(analytics)
             if support:
                 lines.append(f"  {support_text(support)}")

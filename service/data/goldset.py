@@ -10,7 +10,8 @@ Gold-set row (one JSON object per line, UTF-8, blank lines skipped)::
   ``[]`` marks an unanswerable question. Graded relevance may be given as an object
   ``{"p-0412": 2}`` (every value ``> 0``).
 * ``kind`` defaults to ``"unanswerable"`` when ``gold`` is empty, ``"plain"`` otherwise; an
-  explicit ``"unanswerable"`` with non-empty ``gold`` is an error, and so is a
+  explicit ``"unanswerable"`` or ``"off-topic"`` (a question the corpus is not about at all:
+  what the out-of-scope detector is calibrated on) with non-empty ``gold`` is an error, and so is a
   ``"multi-passage"`` row with fewer than two gold passages (:func:`kind_problem`).
 * ``source`` is one of ``real``, ``written``, ``generated``. Unknown fields are ignored
   (among them ``reworded`` and ``asked``, which an accept with a reworded question writes
@@ -259,9 +260,9 @@ class GoldSet:
         return {q.id: q.qrels_row() for q in self.questions if q.answerable}
 
 
-#: Kinds that may have no gold passage: unanswerable, and role-restricted asked by a role
-#: that may read none of the answer.
-_EMPTY_GOLD_KINDS = ("unanswerable", "role-restricted")
+#: Kinds that may have no gold passage: unanswerable, off-topic (the corpus is not about it),
+#: and role-restricted asked by a role that may read none of the answer.
+_EMPTY_GOLD_KINDS = ("unanswerable", "off-topic", "role-restricted")
 
 #: Fewest gold passages of a kind: a multi-passage question needs a rule and its exception.
 MIN_GOLD: Mapping[str, int] = {"multi-passage": 2}
@@ -271,10 +272,10 @@ def kind_problem(kind: str | None, gold: Collection[str]) -> tuple[str, str] | N
     """The first way a row's ``kind`` does not fit its ``gold`` passage ids, as ``(field,
     what)``, or ``None`` when they fit. ``kind=None`` (inferred from ``gold``) always fits.
 
-    Rules: ``kind`` is one of :data:`~service.records.KINDS`; ``unanswerable`` has no gold
-    passage; only ``unanswerable`` and ``role-restricted`` may have none; ``multi-passage``
-    has at least :data:`MIN_GOLD` ``["multi-passage"]`` (2). The message quotes only the kind
-    and counts, never passage ids or question text.
+    Rules: ``kind`` is one of :data:`~service.records.KINDS`; ``unanswerable`` and
+    ``off-topic`` have no gold passage; only they and ``role-restricted`` may have none;
+    ``multi-passage`` has at least :data:`MIN_GOLD` ``["multi-passage"]`` (2). The message
+    quotes only the kind and counts, never passage ids or question text.
 
     >>> kind_problem("multi-passage", ["p-1"])
     ('gold', "kind 'multi-passage' needs at least 2 gold passages, has 1")
@@ -285,8 +286,8 @@ def kind_problem(kind: str | None, gold: Collection[str]) -> tuple[str, str] | N
         return None
     if kind not in KINDS:
         return "kind", f"must be one of {', '.join(KINDS)}"
-    if kind == "unanswerable" and gold:
-        return "kind", "'unanswerable' but gold is not empty"
+    if kind in ("unanswerable", "off-topic") and gold:
+        return "kind", f"{kind!r} but gold is not empty"
     if kind not in _EMPTY_GOLD_KINDS and not gold:
         return "gold", f"empty (unanswerable) but kind is {kind!r}; use kind 'unanswerable'"
     least = MIN_GOLD.get(kind, 0)

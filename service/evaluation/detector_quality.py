@@ -67,6 +67,25 @@ class DetectorQuality:
             (novelty: the gold set's topics, each held out as an unseen topic), 0 when not.
             With 2 topics the AUC says how well one topic is told from the other, not from
             any topic the gold set lacks: :func:`measured_on` names the count.
+        negatives: what the negatives are, for the out-of-scope detector: ``""`` the gold
+            set's unanswerable rows (every row with ``gold: []``; it has no ``kind:
+            off-topic`` row), ``"off-topic"`` only its ``kind: off-topic`` rows (questions the
+            corpus is not about), when it has at least ``off_topic_needed``
+            (:func:`service.refusals.scope.scope_rows`), ``"unanswerable and off-topic"``
+            (:data:`FEW_OFF_TOPIC_NEGATIVES`) every ``gold: []`` row while it has some but
+            fewer off-topic rows.
+        apart: the ``gold: []`` rows not marked off-topic (``kind: unanswerable``, or
+            role-restricted): with ``negatives`` ``"off-topic"`` measured apart from the AUC
+            and rates (in-domain ones, on the corpus's subjects with their answer missing,
+            look like answerable ones to every feature); with ``"unanswerable and
+            off-topic"`` among the negatives, ≥ 0.
+        apart_out: of ``apart``, how many the detector judges out of scope (among the
+            negatives: at the scores it was measured on), in [0, apart].
+        apart_kinds: the kinds of the ``apart`` rows, in :data:`~service.records.KINDS`
+            order, ``", "``-joined (``"unanswerable"``, ``"unanswerable, role-restricted"``).
+        off_topic: ``kind: off-topic`` rows of the gold set, ≥ 0 (with ``negatives`` ``""``: 0).
+        off_topic_needed: fewest off-topic rows that make them the only negatives
+            (:func:`service.refusals.scope.off_topic_needed`), 0 when ``negatives`` is ``""``.
     """
 
     auc: float
@@ -81,6 +100,12 @@ class DetectorQuality:
     fpr: float = float("nan")
     balanced_accuracy: float = float("nan")
     n_groups: int = 0
+    negatives: str = ""
+    apart: int = 0
+    apart_out: int = 0
+    apart_kinds: str = "unanswerable"
+    off_topic: int = 0
+    off_topic_needed: int = 0
 
     def at_threshold(self, threshold: float, tpr: float, fpr: float) -> DetectorQuality:
         """This quality with the operating point at ``threshold`` (rates in [0, 1]).
@@ -133,7 +158,7 @@ class DetectorQuality:
         def num(x: float) -> float | None:
             return None if not np.isfinite(x) else float(x)
 
-        return {
+        out: dict[str, float | int | str | None] = {
             "auc": num(self.auc),
             "auc_low": num(self.low),
             "auc_high": num(self.high),
@@ -147,6 +172,11 @@ class DetectorQuality:
             "balanced_accuracy": num(self.balanced_accuracy),
             "n_groups": self.n_groups,
         }
+        if self.negatives:  # only then: a report without off-topic rows reads as before
+            out.update(negatives=self.negatives, apart=self.apart, apart_out=self.apart_out,
+                       apart_kinds=self.apart_kinds, off_topic=self.off_topic,
+                       off_topic_needed=self.off_topic_needed)  # fmt: skip
+        return out
 
 
 #: What a detector's two rates at its threshold count, in its user's words: ``(TPR, FPR)``.
@@ -187,12 +217,15 @@ def class_rates_text(quality: Mapping[str, Any], detector: str | None = None) ->
             return f"{round(value * n)} of {n}"
         return None
 
+    words_of: tuple[str | None, str | None] = RATE_WORDS.get(detector or "", (None, None))
+    if detector == "out_of_scope" and quality.get("negatives") == OFF_TOPIC_NEGATIVES:
+        words_of = (words_of[0], "off-topic judged in scope")
     parts = []
     for name, value, n, words in zip(
         ("TPR", "FPR"),
         (quality["tpr"], quality["fpr"]),
         (quality.get("n_pos"), quality.get("n_neg")),
-        RATE_WORDS.get(detector or "", (None, None)),
+        words_of,
         strict=True,
     ):
         of = count(value, n)
@@ -234,6 +267,28 @@ CLASSES: dict[str, tuple[str, str]] = {
 }
 
 
+#: :attr:`DetectorQuality.negatives` of an out-of-scope detector measured on off-topic rows.
+OFF_TOPIC_NEGATIVES = "off-topic"
+#: :attr:`DetectorQuality.negatives` of one measured on every ``gold: []`` row while the gold
+#: set has fewer ``kind: off-topic`` rows than make them its only negatives.
+FEW_OFF_TOPIC_NEGATIVES = "unanswerable and off-topic"
+
+
+def classes_of(detector: str, quality: DetectorQuality) -> tuple[str, str]:
+    """``(positives, negatives)`` of ``detector`` in its user's words (:data:`CLASSES`), the
+    out-of-scope detector's negatives ``"off-topic gold questions"`` when it was measured on
+    them (:attr:`DetectorQuality.negatives`).
+
+    >>> classes_of("out_of_scope", DetectorQuality(0.9, 0.8, 1.0, 0.95, 30, 10,
+    ...                                            negatives="off-topic"))
+    ('answerable gold questions', 'off-topic gold questions')
+    """
+    positives, negatives = CLASSES.get(detector, ("positives", "negatives"))
+    if detector == "out_of_scope" and quality.negatives == OFF_TOPIC_NEGATIVES:
+        negatives = "off-topic gold questions"
+    return positives, negatives
+
+
 def measured_on(detector: str, quality: DetectorQuality) -> str:
     """The data ``detector``'s quality was measured on, in its user's words, to show next to
     its AUC: ``"5 unanswerable / 45 answerable gold questions"`` (out-of-scope, smaller class
@@ -249,8 +304,121 @@ def measured_on(detector: str, quality: DetectorQuality) -> str:
                     "out in turn")  # fmt: skip
         return f"{quality.n_pos} gold questions, each topic held out in turn"
     if detector == "out_of_scope":
+        if quality.negatives == OFF_TOPIC_NEGATIVES:
+            apart = (f"; {quality.apart} not marked off-topic measured apart"
+                     if quality.apart else "")  # fmt: skip
+            return f"{quality.n_neg} off-topic / {quality.n_pos} answerable gold questions{apart}"
         return f"{quality.n_neg} unanswerable / {quality.n_pos} answerable gold questions"
     return f"{quality.n_pos} positives / {quality.n_neg} negatives"
+
+
+def _share(count: int, n: int) -> str:
+    """``"20%; Wilson 95 % [7.0%, 45.2%]"``: ``count / n`` with its Wilson score interval
+    (:func:`~service.coverage.wilson_bounds`), ``n`` ≥ 1."""
+    low, high = wilson_bounds(count, n)
+    return f"{count / n:.0%}; Wilson 95 % [{low:.1%}, {high:.1%}]"
+
+
+def on_topic_flag_text(quality: Mapping[str, Any] | None) -> str | None:
+    """The out-of-scope share on-topic traffic alone would show: the answerable gold rows
+    the detector judges out of scope (``1 − tpr`` of ``n_pos``, held out) with its Wilson
+    interval, to read beside the live out-of-scope share (review of s47-f5: "out of scope
+    969/4998 (19.4 %)" is not 19.4 % off-topic traffic). ``None`` without an operating
+    point, or for a gold set without ``kind: off-topic`` rows (``negatives`` ``""``: the
+    reports read as before them).
+
+    >>> print(on_topic_flag_text({"negatives": "off-topic", "tpr": 28 / 30, "n_pos": 30}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    on-topic questions alone would read out of scope at about its answerable gold rows' rate,
+    2 of 30 (7%; Wilson 95 % [1.8%, 21.3%]): the out-of-scope share is not all off-topic
+    traffic
+    """
+    if not quality or not quality.get("negatives"):
+        return None
+    tpr, n = quality.get("tpr"), int(quality.get("n_pos") or 0)
+    if tpr is None or n < 1 or not math.isfinite(float(tpr)):
+        return None
+    out = n - round(float(tpr) * n)
+    return (
+        f"on-topic questions alone would read out of scope at about its answerable gold rows' "
+        f"rate, {out} of {n} ({_share(out, n)}): the out-of-scope share is not all off-topic "
+        "traffic"
+    )
+
+
+def apart_text(quality: Mapping[str, Any] | None) -> str | None:
+    """What the out-of-scope detector does with the ``gold: []`` rows not marked off-topic
+    (``apart``, ``apart_out``, ``apart_kinds`` of a quality entry:
+    :meth:`DetectorQuality.as_dict`), or ``None`` (the gold set has no ``kind: off-topic``
+    row, or every ``gold: []`` row is one).
+
+    Measured on off-topic rows (``negatives`` ``"off-topic"``), they are measured apart: how
+    many it judges out of scope, with the interval. While the gold set has fewer off-topic
+    rows than ``off_topic_needed`` (``"unanswerable and off-topic"``), it is measured on every
+    ``gold: []`` row as before them, and the line says so and what the off-topic rows lack.
+    Either way the rows are not called in-domain — their kind says only that the corpus
+    lacks the answer, and a gold set that followed the former advice wrote its off-topic
+    rows so — and when it judges most of them out of scope the line says they look
+    off-topic and to relabel them (review of s47-f5: 18 of 20 such CLINC rows).
+
+    >>> print(apart_text({"negatives": "off-topic", "apart": 15, "apart_out": 4}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    gold: [] rows not marked off-topic (kind: unanswerable), measured apart: it judges 4 of
+    15 out of scope (27%; Wilson 95 % [10.9%, 52.0%]); not in its ROC AUC or rates: those on
+    the corpus's subjects with their answer missing are not what it detects
+    >>> print(apart_text({"negatives": "unanswerable and off-topic", "n_neg": 22,
+    ...                   "apart": 20, "apart_out": 18, "off_topic": 2,
+    ...                   "off_topic_needed": 10}))  # doctest: +NORMALIZE_WHITESPACE
+    2 kind: off-topic gold rows, fewer than the 10 that make them its only negatives: it is
+    measured, as before them, on all 22 gold: [] rows; of the 20 not marked off-topic (kind:
+    unanswerable) it judges 18 out of scope (90%; Wilson 95 % [69.9%, 97.2%]) at the
+    scores it was measured on: they look off-topic — those the corpus is not about belong in
+    kind: off-topic (relabelled, 22 off-topic rows: it is then measured on them alone)
+    """
+    if not quality or quality.get("negatives") not in (
+        OFF_TOPIC_NEGATIVES,
+        FEW_OFF_TOPIC_NEGATIVES,
+    ):
+        return None
+    n, out = int(quality.get("apart") or 0), int(quality.get("apart_out") or 0)
+    kinds = quality.get("apart_kinds") or "unanswerable"
+    looks = 2 * out > n  # most of them read as off-topic to the detector
+    if quality["negatives"] == OFF_TOPIC_NEGATIVES:
+        if n < 1:
+            return None
+        return (
+            f"gold: [] rows not marked off-topic (kind: {kinds}), measured apart: it judges "
+            f"{out} of {n} out of scope ({_share(out, n)}); not in its ROC AUC or rates: "
+            + (
+                "most look off-topic to it — those the corpus is not about belong in kind: "
+                "off-topic (relabel them)"
+                if looks
+                else "those on the corpus's subjects with their answer missing are not what it "
+                "detects"
+            )  # fmt: skip
+        )
+    off, needed = int(quality.get("off_topic") or 0), int(quality.get("off_topic_needed") or 0)
+    head = (
+        f"{off} kind: off-topic gold row{'s' if off != 1 else ''}, fewer than the {needed} "
+        f"that make them its only negatives: it is measured, as before them, on all "
+        f"{quality.get('n_neg')} gold: [] rows"
+    )
+    if n < 1:
+        return head
+    tail = ""
+    if looks:
+        after = off + n
+        tail = (": they look off-topic — those the corpus is not about belong in kind: "
+                f"off-topic (relabelled, {after} off-topic rows: "
+                + ("it is then measured on them alone)" if after >= needed else
+                   f"{needed - after} more would measure it on them alone)"))  # fmt: skip
+    else:
+        tail = (f"; {needed - off} more off-topic rows would measure it on them alone, these "
+                "then apart")  # fmt: skip
+    return (
+        f"{head}; of the {n} not marked off-topic (kind: {kinds}) it judges {out} out of "
+        f"scope ({_share(out, n)}) at the scores it was measured on{tail}"
+    )
 
 
 def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | None:
@@ -266,7 +434,7 @@ def too_few(detector: str, quality: DetectorQuality, min_class: int) -> str | No
     >>> too_few("out_of_scope", DetectorQuality(0.99, 0.96, 1.0, 0.95, 45, 10), 10) is None
     True
     """
-    positives, negatives = CLASSES.get(detector, ("positives", "negatives"))
+    positives, negatives = classes_of(detector, quality)
     n, what = ((quality.n_neg, negatives) if quality.n_neg <= quality.n_pos
                else (quality.n_pos, positives))  # fmt: skip
     if n >= min_class:
@@ -279,45 +447,72 @@ def scope_calibration_advice(
 ) -> str:
     """What to add to the gold set to calibrate an uncalibrated out-of-scope detector.
 
-    Its quality is measured on the gold set: the ROC AUC of its score between the
-    ``unanswerable`` rows (``n_neg``) and the answerable ones (``n_pos``), and the balanced
-    accuracy at its threshold with the false-positive rate (unanswerable rows judged in
-    scope) at its Wilson upper bound. Unanswerable rows on the corpus's own subjects (a
-    question its passages happen not to answer: trial 41's NoMIRACL ``non_relevant`` rows,
-    AUC 0.617) are the hardest case and leave off-topic traffic unrepresented; questions
-    the corpus is not about are what live off-topic traffic looks like. The count ``k`` is
-    the least number of new rows that reach every floor if each reads clearly out of scope:
+    The detector claims to tell questions the corpus is not about from questions it answers,
+    so it is calibrated and measured on ``kind: off-topic`` rows against the answerable ones
+    once the gold set has at least ``max(2, min_class)`` off-topic rows
+    (:attr:`DetectorQuality.negatives` ``"off-topic"``; :func:`service.refusals.scope.scope_rows`);
+    the unanswerable rows not marked off-topic (``kind: unanswerable``; in-domain ones are on
+    the corpus's subjects with their answer missing, as SQuAD 2.0's "impossible" questions)
+    are then measured apart (how many it judges out of scope) and not counted against it.
+    With fewer off-topic rows every ``gold: []`` row is a negative, as without any:
+    in-domain ones look like answerable questions to every feature (trial 41's NoMIRACL
+    ``non_relevant`` rows, AUC 0.617; trial 46 F5's SQuAD impossible rows, 0.432, and 0.743
+    after the 20 ``kind: unanswerable`` off-topic rows the former advice asked for), so the
+    advice is always ``kind: off-topic`` rows. The count ``k`` is the least number of
+    off-topic rows that reach every floor if each reads clearly out of scope, on the
+    ``n`` off-topic rows there are (0 before any; those counted while fewer than make them
+    the negatives):
 
-    * an AUC is the mean, over the unanswerable rows, of the share of answerable rows each
+    * an AUC is the mean, over the negative rows, of the share of answerable rows each
       is ranked beyond (Hanley & McNeil 1982), so ``k`` rows ranked beyond every answerable
       one lift it to ``(n·auc + k) / (n + k)``: ``k ≥ n·(floor − auc) / (1 − floor)``;
     * judged out of scope, they leave the false positives as they are, over ``n + k`` rows:
       the least ``k`` whose :func:`bounded_balanced_accuracy` reaches
       ``min_balanced_accuracy``; when the answerable side alone keeps it below (``(tpr + 1) / 2``
-      under the floor) no unanswerable count can, and the advice says so with the TPR;
+      under the floor) no off-topic count can, and the advice says so with the TPR;
     * ``min_class − n`` for the class size; too few answerable rows (``n_pos`` under
       ``min_class``) are asked for first, by count.
 
     More are needed when some read less clearly (the detector is refitted on them).
 
-    >>> scope_calibration_advice(DetectorQuality(0.617, 0.454, 0.765, 0.95, 40, 18), 0.75, 10)[:60]
-    'add at least 10 off-topic questions as gold rows with kind: '
+    Before any off-topic row (15 unanswerable rows, AUC 0.432): the class size asks 10; their
+    balanced accuracy at TPR 0.9 with 0 of 10 judged in scope is (0.9 + 1 − 0.2775) / 2 =
+    0.811 at the Wilson bound, over 0.68; with 1 off-topic row among 16, 9:
+
+    >>> text = scope_calibration_advice(
+    ...     DetectorQuality(0.432, 0.244, 0.633, 0.95, 30, 15).at_threshold(0.5, 0.9, 0.6),
+    ...     0.75, 10, 0.68)
+    >>> text[:72]
+    'add at least 10 off-topic questions as gold rows with kind: off-topic an'
+    >>> "the 15 unanswerable rows not marked off-topic" in text
+    True
+    >>> scope_calibration_advice(DetectorQuality(
+    ...     0.43, 0.24, 0.63, 0.95, 30, 16, negatives="unanswerable and off-topic", apart=15,
+    ...     off_topic=1, off_topic_needed=10), 0.75, 10)[:16]
+    'add at least 9 o'
     """
-    n, auc = quality.n_neg, quality.auc
+    off_topic = quality.negatives == OFF_TOPIC_NEGATIVES
+    few = quality.negatives == FEW_OFF_TOPIC_NEGATIVES
+    # the negatives the detector will be measured on: its off-topic rows (0 before any; while
+    # fewer than make them its negatives, they are counted but their AUC is not known)
+    n, auc = ((quality.n_neg, quality.auc) if off_topic else
+              (quality.off_topic, float("nan")) if few else (0, float("nan")))  # fmt: skip
+    unmarked = quality.apart if (off_topic or few) else quality.n_neg
+    needed = max(2, min_class)
     k = max(0, min_class - n)
     if not math.isnan(auc) and auc < floor < 1:
         k = max(k, math.ceil(round(n * (floor - auc) / (1 - floor), 9)))
-    tpr, fpr = quality.tpr, quality.fpr
+    tpr, fpr = quality.tpr, (quality.fpr if off_topic else 0.0)
     short_side = False  # the answerable side alone keeps the balanced accuracy under its floor
     if min_balanced_accuracy > 0 and not (math.isnan(tpr) or math.isnan(fpr)):
         if (tpr + 1) / 2 < min_balanced_accuracy:
-            short_side = True  # more unanswerable rows cannot lift it; k keeps the other floors
+            short_side = True  # more off-topic rows cannot lift it; k keeps the other floors
         else:
             wrong = round(fpr * n)
             more = k
             while (
                 more < 10_000
-                and bounded_balanced_accuracy(tpr, wrong / (n + more), n + more)
+                and bounded_balanced_accuracy(tpr, wrong / max(n + more, 1), n + more)
                 < min_balanced_accuracy
             ):
                 more += 1
@@ -331,15 +526,23 @@ def scope_calibration_advice(
         )
     if k or not answerable:
         least = f"at least {k} " if k else ""
+        apart = (
+            f"the {unmarked} unanswerable rows not marked off-topic (kind: unanswerable; "
+            "in-domain ones are on the corpus's subjects, their answer missing) are reported "
+            "apart, with how many it judges out of scope, and do not count against it"
+            if unmarked
+            else "unanswerable rows not marked off-topic (kind: unanswerable) would be "
+            "reported apart"
+        )
         parts.append(
-            f"add {least}off-topic questions as gold rows with kind: unanswerable and gold: "
-            "[] — questions your users ask that the corpus is not about (another product, "
-            "small talk), in each language served; the detector is measured on how its "
-            "score separates the gold set's unanswerable rows from the answerable ones, and "
-            "unanswerable rows on the corpus's own subjects are the hardest case and show "
-            "nothing of off-topic traffic"
+            f"add {least}off-topic questions as gold rows with kind: off-topic and gold: [] "
+            "— questions your users ask that the corpus is not about (another product, "
+            "small talk), in each language served; an unanswerable row that is off-topic "
+            f"counts once relabelled kind: off-topic. With at least {needed} such rows the "
+            "detector is calibrated and measured on them against the answerable rows, and "
+            + apart
             + (
-                f" ({k} such rows, each read out of scope, would bring the {n + k} unanswerable "
+                f" ({k} such rows, each read out of scope, would bring the {n + k} off-topic "
                 "rows to the quality floors; more if some read less clearly)"
                 if k
                 else ""
@@ -350,7 +553,7 @@ def scope_calibration_advice(
             f"the answerable side falls short too: at its threshold the detector keeps "
             f"{round(tpr * quality.n_pos)} of the {quality.n_pos} answerable gold questions in "
             f"scope (TPR {tpr:.3f}), so its balanced accuracy stays under "
-            f"{min_balanced_accuracy:.2f} whatever unanswerable rows are added; answerable rows "
+            f"{min_balanced_accuracy:.2f} whatever off-topic rows are added; answerable rows "
             "worded as your users ask (the detector is refitted on them) are what lifts it"
         )
     return "; ".join(parts)
@@ -623,8 +826,11 @@ class MisjudgedUnanswerable:
             off-corpus rule adds nothing: it can only move a question out of scope (an
             off-corpus question's probability of in scope is set to 0:
             :class:`service.refusals.scope.SupportCheck`), never into it, so the rows judged
-            in scope by both rules together are at most the score's alone.
-        n: unanswerable gold rows (``n_neg``), ≥ 1.
+            in scope by both rules together are at most the score's alone. Measured on
+            off-topic rows, plus the unanswerable rows not marked off-topic it judges in scope
+            (:func:`misjudged_unanswerable`).
+        n: unanswerable gold rows (``n_neg``, plus ``apart`` when measured on off-topic
+            rows), ≥ 1.
         upper: the 95 % Wilson upper bound of ``count / n`` (Wilson 1927), in (0, 1].
     """
 
@@ -647,7 +853,15 @@ def misjudged_unanswerable(quality: Mapping[str, Any] | None) -> MisjudgedUnansw
     """The detector's misjudged unanswerable gold rows (:class:`MisjudgedUnanswerable`) from
     its quality report entry (``fpr``, ``n_neg``: :meth:`DetectorQuality.as_dict`, the
     operating point on cross-validated scores). ``None`` when ``fpr`` or ``n_neg`` is unknown
-    (no operating point, or no unanswerable row).
+    (no operating point, or no unanswerable row). A detector measured on off-topic rows
+    (``negatives``) adds the unanswerable rows not marked off-topic it judges in scope (``apart`` −
+    ``apart_out``, of ``apart``; scored by a model not fitted on them): every unanswerable
+    row counts, as a refusal of any of them is correct.
+
+    >>> m = misjudged_unanswerable({"fpr": 0.0, "n_neg": 10, "negatives": "off-topic",
+    ...                             "apart": 15, "apart_out": 3})
+    >>> m.count, m.n, round(m.upper, 4)
+    (12, 25, 0.665)
 
     >>> m = misjudged_unanswerable({"fpr": 7 / 12, "n_neg": 12})
     >>> m.count, m.n, round(m.upper, 4), m.explains(298)
@@ -660,6 +874,12 @@ def misjudged_unanswerable(quality: Mapping[str, Any] | None) -> MisjudgedUnansw
         return None
     n = int(n)
     count = min(round(float(fpr) * n), n)
+    if quality.get("negatives") == OFF_TOPIC_NEGATIVES:
+        # the unanswerable rows not marked off-topic, measured apart, count too: a refusal of such a
+        # question the detector judges in scope is a correct refusal read as an over-refusal
+        apart = int(quality.get("apart") or 0)
+        count += max(0, apart - int(quality.get("apart_out") or 0))
+        n += apart
     return MisjudgedUnanswerable(count, n, wilson_bounds(count, n)[1])
 
 

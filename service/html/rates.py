@@ -13,6 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.evaluation.detector_quality import (
+    apart_text,
     operating_point_summary,
     over_refusals_explained_text,
     under_refusals_explained_text,
@@ -23,7 +24,7 @@ from service.language.gold import gold_keys_by_label
 from service.refusals.languages import language_rows_html
 from service.refusals.recall import recall_lines
 from service.refusals.scope import (
-    CALIBRATION_LIMIT,
+    calibration_limit,
     live_before_by_language,
     rate_interval,
     support_by_language_text,
@@ -375,7 +376,9 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
                 "gold set it was calibrated on (cross-validated scores); its counts are facts "
                 "only when both reach their floors and each class holds at least "
                 f"{analytics.get('quality_min_class', 0)} gold questions. Its limit: "
-                f"{CALIBRATION_LIMIT}." if scope.get("quality") else "")  # fmt: skip
+                f"{calibration_limit(scope.get('quality'))}."
+                + (f" The {apart}." if (apart := apart_text(scope.get("quality"))) else "")
+                if scope.get("quality") else "")  # fmt: skip
     note = para(
         "Refusals are judged in both directions: out-of-scope questions should be "
         f"refused, in-scope questions answered.{measured}",

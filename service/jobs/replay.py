@@ -94,6 +94,8 @@ from service.document_groups import grouped_note, uncovered_note
 from service.drift.stage import adjusted_note, rate_moves, silenced_verb
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
+    apart_text,
+    on_topic_flag_text,
     operating_point_summary,
     over_refusals_explained_text,
     under_refusals_explained_text,
@@ -112,7 +114,7 @@ from service.refusals.families import shown_families
 from service.refusals.languages import scope_language_lines
 from service.refusals.recall import INHERITED, recall_lines
 from service.refusals.scope import (
-    CALIBRATION_LIMIT,
+    calibration_limit,
     live_by_language_text,
     no_gold_rows_text,
     support_by_language_text,
@@ -648,6 +650,8 @@ def render_text(doc: ReplayReport) -> str:
                 lines.append(f"  to calibrate it: {advice}")
         else:
             lines.append(f"out of scope: {counts}; detector {quality}")
+            if (on_topic := on_topic_flag_text(scope.get("quality"))) is not None:
+                lines.append(f"  {on_topic}")
         if lacking := no_gold_rows_text(scope):
             lines.append(f"  {lacking}")
         if families:
@@ -661,7 +665,9 @@ def render_text(doc: ReplayReport) -> str:
                          "quality above is the current one's)")  # fmt: skip
         if scope.get("counted_under_notice"):
             lines.append(f"  {scope['counted_under_notice']}")
-        lines.append(f"  out-of-scope calibration: {CALIBRATION_LIMIT}")
+        if (apart := apart_text(scope.get("quality"))) is not None:
+            lines.append(f"  {apart}")
+        lines.append(f"  out-of-scope calibration: {calibration_limit(scope.get('quality'))}")
         if fit := (scope.get("quality") or {}).get("method"):  # which gold rows hid which
             lines.append(f"  out-of-scope fit: {fit}")
         if support:

@@ -42,7 +42,7 @@ import numpy as np
 
 from service.coverage import wilson_bounds
 from service.embeddings.nearest import NearestMemo
-from service.records import GoldQuestion, Run, ScoredDoc
+from service.records import OFF_TOPIC, GoldQuestion, Run, ScoredDoc
 
 if TYPE_CHECKING:
     from service.events import QueryLogEvent
@@ -59,6 +59,32 @@ CALIBRATION_LIMIT = (
     "out-of-scope traffic may look nothing like them, so a calibrated detector can still "
     "miss off-corpus questions"
 )
+
+
+#: :data:`CALIBRATION_LIMIT` of a detector calibrated on the gold set's ``kind: off-topic``
+#: rows (:func:`scope_rows`).
+OFF_TOPIC_CALIBRATION_LIMIT = (
+    "its ROC AUC and rates are measured on the gold set's off-topic questions against its "
+    "answerable ones; live off-topic traffic may look nothing like them, so a calibrated "
+    "detector can still miss off-corpus questions, and in-domain unanswerable questions (on "
+    "the corpus's subjects, their answer missing) are not what it detects"
+)
+
+
+def calibration_limit(quality: Mapping[str, Any] | None) -> str:
+    """The limit of the detector's calibration for its quality entry (``negatives``:
+    :meth:`~service.evaluation.detector_quality.DetectorQuality.as_dict`):
+    :data:`OFF_TOPIC_CALIBRATION_LIMIT` when it was measured on off-topic rows, else
+    :data:`CALIBRATION_LIMIT`.
+
+    >>> calibration_limit({"negatives": "off-topic"}) == OFF_TOPIC_CALIBRATION_LIMIT
+    True
+    >>> calibration_limit(None) == CALIBRATION_LIMIT
+    True
+    """
+    if (quality or {}).get("negatives") == OFF_TOPIC:
+        return OFF_TOPIC_CALIBRATION_LIMIT
+    return CALIBRATION_LIMIT
 
 
 class ScopeCalibration(NamedTuple):
@@ -141,6 +167,63 @@ def calibrate_threshold(
         n_unanswerable=len(unanswerable),
         retriever=retriever,
     )
+
+
+#: Fewest ``kind: off-topic`` gold rows that make them the out-of-scope detector's only
+#: negatives (:func:`scope_rows`) whatever ``analytics.quality_min_class`` says: the fit needs
+#: two of a class (:class:`EmbeddingScope`).
+MIN_OFF_TOPIC = 2
+
+
+def off_topic_needed(min_class: int) -> int:
+    """Fewest ``kind: off-topic`` gold rows that make them the out-of-scope detector's only
+    negatives: ``analytics.quality_min_class`` (a measurement on fewer is no measurement:
+    :func:`~service.evaluation.detector_quality.too_few`), at least :data:`MIN_OFF_TOPIC`.
+
+    >>> off_topic_needed(10), off_topic_needed(0)
+    (10, 2)
+    """
+    return max(MIN_OFF_TOPIC, min_class)
+
+
+def scope_rows(
+    questions: Sequence[GoldQuestion], min_off_topic: int = MIN_OFF_TOPIC
+) -> tuple[list[GoldQuestion], list[GoldQuestion]]:
+    """``(the rows the out-of-scope detector is calibrated and measured on, the rows measured
+    apart)``, each in gold order.
+
+    The detector claims to tell questions the corpus is not about from questions it answers.
+    With at least ``min_off_topic`` ``kind: off-topic`` rows (``gold: []``: the corpus is
+    not about them; :func:`off_topic_needed` of ``analytics.quality_min_class``) those are
+    its negatives against the answerable rows, and the other ``gold: []`` rows — the
+    unanswerable ones not marked off-topic (``kind: unanswerable``; in-domain ones, on the
+    corpus's subjects with their answer missing, as SQuAD 2.0's "impossible" questions, have
+    the words and embeddings of answerable ones) — are left out of its fit, AUC and rates and
+    measured apart (how many it judges out of scope). Trial 46 F5: 15 such rows held a
+    SQuAD encyclopedia's detector at ROC AUC 0.432, and 0.743 after 20 off-topic rows were
+    added beside them, so a rise of off-topic traffic 7 % → 25 % raised nothing.
+
+    Fewer off-topic rows: every row, every ``gold: []`` row a negative, as before them — so
+    a gold set that followed the former advice (off-topic rows written ``kind:
+    unanswerable``) keeps the negatives it was measured on when its first off-topic rows
+    arrive, instead of dropping to the few new ones (review of s47-f5: 20 such rows, AUC
+    0.964, calibrated; then 2 ``kind: off-topic`` rows made it uncalibrated on 2).
+
+    >>> rows = [GoldQuestion("a1", "Who built it?", ("p1",)),
+    ...         GoldQuestion("u1", "Who did not build it?", (), kind="unanswerable"),
+    ...         GoldQuestion("o1", "Book me a taxi", (), kind="off-topic"),
+    ...         GoldQuestion("o2", "Tell me a joke", (), kind="off-topic")]
+    >>> [[q.id for q in part] for part in scope_rows(rows)]
+    [['a1', 'o1', 'o2'], ['u1']]
+    >>> [[q.id for q in part] for part in scope_rows(rows, 3)]
+    [['a1', 'u1', 'o1', 'o2'], []]
+    """
+    off_topic = sum(1 for q in questions if not q.answerable and q.kind == OFF_TOPIC)
+    if off_topic < max(MIN_OFF_TOPIC, min_off_topic):
+        return list(questions), []
+    fitted = [q for q in questions if q.answerable or q.kind == OFF_TOPIC]
+    apart = [q for q in questions if not q.answerable and q.kind != OFF_TOPIC]
+    return fitted, apart
 
 
 def calibrate_from_run(
@@ -1643,6 +1726,9 @@ class EmbeddingScope:
             its nearest passage's: :func:`asked_groups`) and the folds hold a group's rows
             out together (:func:`grouped_folds`), so the fit and its quality are those of a
             question on a document no gold row asks about (trial 12, finding F1).
+        negatives: what the non-answerable ``questions`` are, named in the quality's
+            ``method``: ``"unanswerable"`` (every ``gold: []`` row), or ``"off-topic"`` when
+            the caller gives only the ``kind: off-topic`` ones (:func:`scope_rows`).
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
@@ -1666,6 +1752,7 @@ class EmbeddingScope:
         min_rows: int = 10,
         corpus_total: int | None = None,
         groups: GoldGroups | None = None,
+        negatives: str = "unanswerable",
     ) -> None:
         import sklearn.linear_model  # noqa: F401 - loads scipy's OpenBLAS before the limit below
         from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
@@ -1700,7 +1787,8 @@ class EmbeddingScope:
         with ThreadpoolController().limit(limits=1, user_api="blas"):
             self._fit(questions, labels, retriever_scores, min_tpr=min_tpr, n_boot=n_boot,
                       seed=seed, languages=languages, min_rows=min_rows,
-                      corpus_total=corpus_total, groups=groups)  # fmt: skip
+                      corpus_total=corpus_total, groups=groups,
+                      negatives=negatives)  # fmt: skip
 
     def _fit(
         self,
@@ -1715,6 +1803,7 @@ class EmbeddingScope:
         min_rows: int,
         corpus_total: int | None,
         groups: GoldGroups | None,
+        negatives: str = "unanswerable",
     ) -> None:
         """The fit and calibration from the embeddings on (the class docstring; arguments
         as there, ``labels`` the gold rows' answerability): the caller holds BLAS to one
@@ -1836,7 +1925,7 @@ class EmbeddingScope:
             method=(f"{folds}-fold cross-validated logistic regression on {chosen} "
                     f"(best of {len(candidates)} feature sets; {hiding}) "
                     f"with {rule}, "
-                    f"{int(labels.sum())} answerable vs {int((~labels).sum())} unanswerable "
+                    f"{int(labels.sum())} answerable vs {int((~labels).sum())} {negatives} "
                     f"gold questions{sampled}"),
         )  # fmt: skip
         #: cross-validated probability in scope of each gold row (gold order; 0 where the

@@ -30,6 +30,8 @@ from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.evaluation.detector_quality import (
     DEFAULT_AUC_FLOOR,
+    FEW_OFF_TOPIC_NEGATIVES,
+    OFF_TOPIC_NEGATIVES,
     DetectorQuality,
     MisjudgedAnswerable,
     MisjudgedUnanswerable,
@@ -57,7 +59,7 @@ from service.language.tags import language_key
 from service.pii import PiiScrubStage, Pseudonymiser
 from service.pipeline import Stage
 from service.pipeline.totals import AnnotationTotals
-from service.records import GoldQuestion, Passage
+from service.records import KINDS, OFF_TOPIC, GoldQuestion, Passage
 from service.refusals.detector import RefusalDetector
 from service.refusals.families import ScopeFamilies, build_families
 from service.refusals.languages import ScopeLanguages
@@ -71,6 +73,8 @@ from service.refusals.scope import (
     calibrate_with_retriever,
     corpus_sample,
     coverage_groups,
+    off_topic_needed,
+    scope_rows,
     support_change,
 )
 from service.refusals.stage import EmbeddingScopeStage, RefusalStage, ScopeStage
@@ -537,7 +541,27 @@ def _scope_stage(
             memo=memo,
         )[name]
     analysed = analysis_gold(gold)  # the rows' subjects, as the stage reads live questions
-    questions = list(analysed)
+    # with enough kind: off-topic rows (quality_min_class), the detector is calibrated and
+    # measured on them against the answerable rows, and the other gold: [] rows are measured
+    # apart (trial 46 F5); with fewer, on every gold: [] row as before them, so a gold set
+    # that wrote its off-topic rows kind: unanswerable keeps its negatives (review of s47-f5)
+    needed = off_topic_needed(config.quality_min_class)
+    questions, apart = scope_rows(list(analysed), needed)
+    n_off = sum(1 for q in analysed if not q.answerable and q.kind == OFF_TOPIC)
+    negatives = (
+        "" if not n_off else OFF_TOPIC_NEGATIVES if n_off >= needed else FEW_OFF_TOPIC_NEGATIVES
+    )
+    # the gold: [] rows not marked off-topic: measured apart, or (too few off-topic rows)
+    # among the negatives
+    unmarked = apart or [q for q in questions if not q.answerable and q.kind != OFF_TOPIC]
+
+    def about(quality: DetectorQuality, out: int) -> DetectorQuality:
+        """``quality`` with the off-topic rows and the rows not marked off-topic (``out`` of
+        them judged out of scope)."""
+        return replace(quality, negatives=negatives, apart=len(unmarked), apart_out=out,
+                       apart_kinds=_kinds(unmarked), off_topic=n_off,
+                       off_topic_needed=needed)  # fmt: skip
+
     cache_size = config.question_cache_size
     known = KnownScope(analysed, config.scope_known_threshold, cache_size)
     if method == "retriever":
@@ -551,6 +575,10 @@ def _scope_stage(
             [x for x, q in zip(filled, questions, strict=True) if not q.answerable],
             method=f"{retriever.name} best score on the gold set (no fitting)",
         ).at_threshold(calibration.threshold, calibration.tpr, calibration.fpr)
+        if negatives:
+            found_apart = retriever.search_batch([q.question for q in unmarked], 1)
+            out = sum(calibration.in_scope(best_score(r)) is not True for r in found_apart)
+            quality = about(quality, out)
         by_score = ScopeStage(calibration, retriever, k=1, known=known, cache_size=cache_size)
         return by_score, calibration, quality
     found = retriever.search_batch([q.question for q in questions], 1)
@@ -570,19 +598,60 @@ def _scope_stage(
         return EmbeddingScope(embedder, questions, passages, retriever_scores=scores,
                               retriever=retriever.name, min_tpr=config.scope_min_tpr,
                               languages=languages, min_rows=config.quality_min_class,
-                              corpus_total=len(every), groups=groups).fitted_state()  # fmt: skip
+                              corpus_total=len(every), groups=groups,
+                              negatives=negatives or "unanswerable").fitted_state()  # fmt: skip
 
     # the rows asking about one document (else one passage) do not see each other in the fit
     # (coverage_groups: trial 12, F1), the passages the corpus feature reads given theirs
     groups = coverage_groups(questions, {p.id: p.doc for p in every}, [every[i].id for i in sample])
     inputs = [questions, passages, scores, retriever.name, config.scope_min_tpr, embedder.name,
               languages, config.quality_min_class, len(every), groups]  # fmt: skip
+    if negatives:  # (not before: the fits a memo kept before off-topic rows stay its)
+        inputs.append(negatives)
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     stage.families = scope_families(detector, [every[i].doc_type for i in sample])
     stage.languages = scope_languages(detector, languages)
     cal = detector.calibration  # its rates are those of the cross-validated scores
-    return stage, cal, detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
+    quality = detector.quality.at_threshold(cal.threshold, cal.tpr, cal.fpr)
+    if negatives == OFF_TOPIC_NEGATIVES:
+        out = _judged_out(detector, apart, retriever, config, gold)
+        quality = about(quality, out)
+    elif negatives:  # among the negatives: judged at the scores it was measured on
+        is_unmarked = np.array([not q.answerable and q.kind != OFF_TOPIC for q in questions])
+        out = int(np.count_nonzero(detector.cv_scores[is_unmarked] < cal.threshold))
+        quality = about(quality, out)
+    return stage, cal, quality
+
+
+def _kinds(rows: Sequence[GoldQuestion]) -> str:
+    """The kinds of ``rows``, each once in :data:`~service.records.KINDS` order,
+    ``", "``-joined (``"unanswerable, role-restricted"``; a ``gold: []`` row of another kind
+    reads ``unanswerable``, as the loader names it); ``"unanswerable"`` for none."""
+    present = {q.kind if q.kind == "role-restricted" else "unanswerable" for q in rows}
+    return ", ".join(k for k in KINDS if k in present) or "unanswerable"
+
+
+def _judged_out(
+    detector: EmbeddingScope,
+    rows: Sequence[GoldQuestion],
+    retriever: Retriever,
+    config: AnalyticsConfig,
+    gold: GoldSet,
+) -> int:
+    """How many of ``rows`` (gold rows the detector was not fitted on: the in-domain
+    unanswerable ones, :func:`~service.refusals.scope.scope_rows`) ``detector`` judges out of
+    scope, each scored as a live question is (its retriever score, its language's off-corpus
+    cutoff; probability in scope under the threshold, or off-corpus)."""
+    if not rows:
+        return 0
+    texts = [q.question for q in rows]
+    missing = [q.question for q in rows if not q.language]
+    detected = iter(language_detector(config, gold).detect_many(missing))
+    languages = [q.language or next(detected) for q in rows]
+    scores = [best_score(r) for r in retriever.search_batch(texts, 1)]
+    proba, off = detector.score_support(texts, scores, languages)
+    return int(np.count_nonzero(off | (proba < detector.calibration.threshold)))
 
 
 def scope_families(

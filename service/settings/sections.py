@@ -537,11 +537,13 @@ class AnalyticsConfig(_Frozen):
             share alone raises none, and the topic shares read as nearest gold topics:
             ``scope_min_balanced_accuracy``).
         quality_min_class: smallest class a detector's quality must be measured on (≥ 2)
-            for it to count as calibrated: the out-of-scope detector's unanswerable and
-            answerable gold questions, novelty's gold questions (each scored with its topic
-            held out); below it the detector is uncalibrated like one below
-            ``quality_floor``, with the reason ("measured on only 5 unanswerable gold
-            questions; needs at least 10"). Default 10: by Hanley & McNeil's standard error
+            for it to count as calibrated: the out-of-scope detector's unanswerable (its
+            ``kind: off-topic`` ones when the gold set has at least this many, and at least
+            2: the other ``gold: []`` rows are then measured apart) and answerable gold
+            questions, novelty's gold questions (each scored with its topic held out);
+            below it the detector is uncalibrated like one below ``quality_floor``, with
+            the reason ("measured on only 5 unanswerable gold questions; needs at least 10").
+            Default 10: by Hanley & McNeil's standard error
             of an AUC (1982, Radiology 143:29–36), a detector of AUC 0.90 measured on 10
             questions of its smaller class (against 45 of the other) has a 95 % interval of
             ±0.13, which clears the 0.75 floor; on 5 it is ±0.19 (down to 0.72), so such a

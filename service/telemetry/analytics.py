@@ -654,11 +654,14 @@ def build_analytics_metrics(
         ),
         misjudged_unanswerable_upper=gauge(
             "detector_misjudged_unanswerable_upper_ratio", "95 % Wilson upper bound of the "
-            "share of unanswerable gold questions the out-of-scope detector judges in scope "
-            "on held-out data (its cross-validated fpr; the off-corpus rule only moves "
-            "questions out of scope): over-refusals up to this share of the scored refusals "
-            "are explained by the detector's own error (the OverRefusal alert needs more); "
-            "absent while unknown.", ["detector"],
+            "share of unanswerable gold questions (every gold: [] row) the out-of-scope "
+            "detector judges in scope on held-out data (its cross-validated fpr; the "
+            "off-corpus rule only moves questions out of scope); measured on kind: off-topic "
+            "rows, the rows not marked off-topic it judges in scope count too, over all of "
+            "them, which raises the bound and the bar the OverRefusal alert must clear when "
+            "in-domain unanswerable rows read in scope: over-refusals up to this share of the "
+            "scored refusals are explained by the detector's own error (the OverRefusal alert "
+            "needs more); absent while unknown.", ["detector"],
         ),
         language_labels=languages,
         topic_labels=topics,
