@@ -153,6 +153,18 @@ class Status(BaseModel):
     #: ``"Warsaw.html (3 variants: de, en, es)"``); ``None`` without harvesting or when the
     #: corpus names no document.
     under_covered_documents: dict[str, Any] | None = None
+    #: The state file (trial 47, F4): ``path``; ``recreated`` — times a checkpoint found it
+    #: deleted, moved or replaced at its path (not the file being written) and wrote it there
+    #: again with the whole current state, before committing offsets, and ``last_recreated``
+    #: says when (both until restart; ``goldwatch_state_file_recreated_total``); ``lost`` —
+    #: why it cannot be written at its path now (directory gone, read-only): no offsets are
+    #: committed and HTTP ingest answers 503 meanwhile, not ready
+    #: (``goldwatch_state_file_lost``), ``None`` normally; ``started_empty`` — this run's
+    #: state held no totals (no state file, or a new one), and ``uncounted_before``
+    #: (``{"topic[partition]": offset}``, the first offset read of each partition since, where
+    #: above 0) with its sum ``uncounted_offsets``: the events before them are not in these
+    #: totals (``goldwatch_state_uncounted_offsets``). Each also has a line in ``notices``.
+    state_file: dict[str, Any] | None = None
 
 
 class Problem(BaseModel):
