@@ -583,7 +583,7 @@ class StateStore:
         self.recreated += 1
         self.lost = None
         self.last_recreated = (
-            f"state file {self._label} was {why} while serve ran; recreated there with the "
+            f"state file {self._label} was {why} while goldwatch ran; recreated there with the "
             f"whole current state at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
             f"({self.recreated} time{'s' if self.recreated != 1 else ''} since start)"
         )
@@ -598,8 +598,8 @@ class StateStore:
         path (atomic); a file found there (``occupied``: another file put in its place) is
         first moved aside to ``<path>.replaced-<Unix time>``. The old connection is closed
         before the new one opens, and the ``-wal`` and ``-shm`` files it leaves at the path
-        (SQLite keeps those of a moved file) are removed (with a file moved aside, its
-        ``-wal`` goes with it): the new connection would take them for its own.
+        (SQLite keeps those of a moved file; their frames are in the copy) are removed: the
+        new connection would take them for its own.
         On any failure before the old connection is closed, it stays in use. The writer's
         locks are taken again on the new file (and on ``<path>.lock`` when that was
         deleted too).
@@ -628,8 +628,8 @@ class StateStore:
             if writer is not None and _identity(lock_file) != _fd_identity(writer):
                 writer = _take_writer_lock(file)  # deleted with the file: a new one, held
                 _release_writer_lock([old_fds[0]])
-            aside = file.with_name(f"{file.name}.replaced-{int(time.time())}")
             if occupied:
+                aside = file.with_name(f"{file.name}.replaced-{int(time.time())}")
                 os.rename(file, aside)
                 log.error("state file %s: the other file found at its path moved to %s",
                           self._label, aside)  # fmt: skip
@@ -644,15 +644,13 @@ class StateStore:
         self._lock_fd = (writer,) if writer is not None else ()
         where = tmp
         try:
-            # SQLite leaves a moved file's -wal and -shm behind at the path: a connection to
-            # the new file would take them for its own (and replay the old frames into it)
+            # SQLite leaves a moved file's -wal and -shm behind at the path (the old
+            # connection's: their frames are in the copy): a connection to the new file, or
+            # to a file moved aside with them, would take them for its own and replay the
+            # old frames into it (a test saw the file moved aside read back as this state)
             for suffix in ("-wal", "-shm"):
-                side = file.with_name(file.name + suffix)
                 with contextlib.suppress(FileNotFoundError):
-                    if occupied and suffix == "-wal":  # perhaps the other file's: kept with it
-                        os.rename(side, aside.with_name(aside.name + suffix))
-                    else:
-                        os.unlink(side)
+                    os.unlink(file.with_name(file.name + suffix))
             os.rename(tmp, file)
             where = file
             _fsync_path(file.parent)
