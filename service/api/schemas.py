@@ -98,7 +98,9 @@ class Totals(BaseModel):
 class Status(BaseModel):
     """``GET /v1/status``: source, offsets, lag, counts, uptime."""
 
-    #: What the numbers do not cover, first: a failed gold-set refresh (the old gold set
+    #: What the numbers do not cover, first: the state file not durable at its path
+    #: (``STATE NOT DURABLE``: no commits), recreated, or started empty with committed offsets
+    #: before it (``state_file``); then a failed gold-set refresh (the old gold set
     #: stays in use: ``gold_refresh_error``); without a configured gold set, that gold-set
     #: comparisons are off and which setting turns them on (``gold_set:`` /
     #: ``GOLDWATCH_GOLD_SET``); topic labels too few to be the topics (clusters instead);

@@ -617,7 +617,8 @@ class Runtime:
                      "suggestions they start can still grow"
                      if self._finished and self._unsettled else None)  # fmt: skip
         state_file = self.state_file_status()
-        notices = [*state_file_notices(state_file), self.gold_refresh_error, notice, self.topic_notice, unreliable, topics,
+        notices = [*state_file_notices(state_file), self.gold_refresh_error, notice,
+                   self.topic_notice, unreliable, topics,
                    analytics.language_notice, analytics.unlabelled_notice,
                    analytics.scope_notice, self._counted_under_notice(), unsettled,
                    *(shadow.cut_off_notices() if (shadow := self.live.shadow) else ())]  # fmt: skip

@@ -134,8 +134,9 @@ def test_a_state_directory_gone_stops_the_commits_until_it_is_back(
 
     again = start_service(tmp_path, config)
     totals = again.status()["totals"]
-    print(f"\ndirectory gone: committed stayed at {sum(committed_before.values())} while it "
-          f"was; after it came back and a restart, processed {totals['processed']} of 2,000")  # fmt: skip
+    kept = sum(committed_before.values())
+    print(f"\ndirectory gone: committed stayed at {kept} while it was; after it came back and "
+          f"a restart, processed {totals['processed']} of 2,000")  # fmt: skip
     assert totals["processed"] == 2_000
 
 
