@@ -845,6 +845,10 @@ def _connect_wal(file: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA secure_delete=ON")
+    # a write now opens the -wal and -shm files: SQLite opens them at the first transaction,
+    # and a directory deleted before it would leave a connection that cannot write at all
+    # ("disk I/O error"), where an open one goes on writing into the deleted files
+    conn.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
     return conn
 
 

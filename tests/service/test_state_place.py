@@ -121,6 +121,30 @@ def test_a_deleted_directory_is_lost_until_it_is_back_and_then_nothing_is_missin
     assert _all(path) == {**EXPECTED, "while_lost/1": 1, "while_lost/2": 2, "after": 3}
 
 
+def test_a_directory_deleted_right_after_a_recreation_is_lost_not_an_error(
+    tmp_path: Path,
+) -> None:
+    """The recreated file's connection has its -wal and -shm open at once: a directory
+    deleted before its first write left one that failed every write ("disk I/O error", a
+    failed checkpoint) instead of writing on into the deleted files (an HTTP test found it)."""
+    folder = tmp_path / "state"
+    folder.mkdir()
+    path = folder / "state.db"
+    store = StateStore.open(path, exclusive=True)
+    _written(store)
+    os.unlink(path)
+    store.checkpoint({"b": 1})
+    assert store.recreated == 1
+    shutil.rmtree(folder)
+    store.checkpoint({"c": 2})  # raised StateError before
+    assert not store.durable
+    folder.mkdir()
+    store.checkpoint({"d": 3})
+    assert (store.durable, store.recreated) == (True, 2)
+    store.close()
+    assert _all(path) == {**EXPECTED, "b": 1, "c": 2, "d": 3}
+
+
 def test_a_directory_that_became_a_file_is_lost_and_check_place_recovers_it(
     tmp_path: Path,
 ) -> None:
