@@ -807,8 +807,14 @@ class StateStore:
         return held
 
     def close(self) -> None:
-        """Close the connection and release the writer's lock, if held (idempotent)."""
+        """Close the connection and release the writer's lock, if held (idempotent). Closed
+        while :attr:`lost`, the state written since the file left its path is gone with it:
+        said once more in the log."""
         with self._lock:
+            if self.lost is not None:
+                log.error("closing while %s: this state is lost; the next start begins empty at "
+                          "the last committed offsets", self.lost)  # fmt: skip
+                self.lost = None
             self._conn.close()
             _release_writer_lock(self._lock_fd)
             self._lock_fd = ()

@@ -997,7 +997,8 @@ def state_file_notices(status: StateFileStatus) -> list[str]:
             f"the state started empty (no state file {status['path']}, or a new one) and the "
             f"first offsets read were {where}: the {status['uncounted_offsets']:,} events "
             "before them are not in these totals (counted by a state that is gone, by another "
-            "replica of the consumer group, or never read)"
+            "replica of the consumer group, or never read here: auto_offset_reset latest, "
+            "retention)"
         )
     return notices
 
