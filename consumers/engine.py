@@ -467,6 +467,20 @@ class Engine:
         with self.lock:
             return dict(self._first_read)
 
+    def note_committed(self, offsets: dict[tuple[str, int], int]) -> None:
+        """After an empty start (:attr:`started_empty`), take the group's committed offset of
+        each assigned partition not yet read (``{(topic, partition): offset}``, as the source
+        fetched them at assignment) as where its reading starts: an idle topic says what the
+        totals leave out at the first status sample after assignment, not at its first event
+        (a Kafka consumer's first read is at its group's committed offset, so the figure is
+        the one the first event would give). No-op after a start with totals."""
+        if not self.started_empty:
+            return
+        with self.lock:
+            for key, offset in sorted(offsets.items()):
+                if key not in self._applied:
+                    self._note_first_read(key, offset)
+
     def _note_first_read(self, key: tuple[str, int], offset: int) -> None:
         """A partition's first message read (none applied) since an empty start."""
         if offset > 0 and key not in self._first_read:

@@ -609,10 +609,17 @@ class _Loop:
 
     def sample_status(self) -> None:
         state = self.engine.state
-        if not state.durable:  # try again while no checkpoint comes (an idle stream)
-            state.check_place()
-            self.engine.metrics.observe_state_file(state.recreated, not state.durable)
+        # one stat: a state file deleted while no checkpoint comes (an idle stream) is
+        # recreated within a status interval, and a lost one is tried again
+        state.check_place()
+        self.engine.metrics.observe_state_file(state.recreated, not state.durable)
         status = self.source.status()
+        if self.engine.started_empty:  # an idle topic's committed offsets, said at start
+            self.engine.note_committed({
+                (entry["topic"], entry["partition"]): entry["committed_offset"]
+                for entry in status.get("lag") or ()
+                if entry.get("committed_offset") is not None
+            })  # fmt: skip
         self.engine.metrics.observe_status(status, self.status)
         self.status, self.last_status = status, time.monotonic()
 

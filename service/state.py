@@ -596,69 +596,75 @@ class StateStore:
         Never a partial file at the path: ``VACUUM INTO`` copies a consistent snapshot into
         a temporary file beside it (mode 0600), which is synced and then renamed over the
         path (atomic); a file found there (``occupied``: another file put in its place) is
-        first moved aside to ``<path>.replaced-<Unix time>``. The old connection is closed
-        before the new one opens, and the ``-wal`` and ``-shm`` files it leaves at the path
-        (SQLite keeps those of a moved file; their frames are in the copy) are removed: the
-        new connection would take them for its own.
-        On any failure before the old connection is closed, it stays in use. The writer's
-        locks are taken again on the new file (and on ``<path>.lock`` when that was
-        deleted too).
+        first moved aside to ``<path>.replaced-<Unix time>``.
+
+        The old connection stays open, and in use on any failure, until the new one is in
+        place (a directory deleted between the copy and the rename leaves it writing, and the
+        next check tries again). Before the rename its WAL is checkpointed into the file it
+        has open (a file moved away with ``mv`` is then whole: its latest pages were in the
+        ``-wal`` left at the path) and it leaves WAL mode for an in-memory journal: that
+        deletes the ``-wal`` and ``-shm`` at the path (the new connection would take them for
+        its own and replay the old frames) and lets it write on without files beside it.
+        The writer's locks are taken again on the new file (and on ``<path>.lock`` when that
+        was deleted too).
 
         Raises:
-            OSError, sqlite3.Error: the copy cannot be written (directory gone, read-only,
-                disk full); the open file stays in use.
+            OSError, sqlite3.Error: the copy cannot be written or put in place (directory
+                gone, read-only, disk full); the open file stays in use.
             StateError: another process took the lock file meanwhile.
         """
         assert self._file is not None
-        file = self._file
+        file, old = self._file, self._conn
         self._copies += 1
         tmp = file.with_name(f"{file.name}.recreate-{os.getpid()}-{self._copies}")
-        try:
-            _create_private(tmp)
-            self._conn.execute("VACUUM INTO ?", (str(tmp),))
-            _fsync_path(tmp)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
         old_fds = self._lock_fd
         writer = old_fds[0] if self._exclusive and old_fds else None
         lock_file = file.with_name(file.name + ".lock")
         try:
+            _create_private(tmp)
+            old.execute("VACUUM INTO ?", (str(tmp),))
+            _fsync_path(tmp)
+            busy = old.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy and busy[0]:  # a reader of the old file (`goldwatch status`) held it
+                log.warning("state file %s: the file left its path with pages in its -wal "
+                            "(a reader held it); a copy moved away may lack them",
+                            self._label)  # fmt: skip
+            mode = old.execute("PRAGMA journal_mode=MEMORY").fetchone()
+            if not mode or str(mode[0]).lower() != "memory":  # a reader holds it: later
+                raise sqlite3.OperationalError(f"journal mode stays {mode and mode[0]}")
+            for suffix in ("-wal", "-shm"):  # gone with WAL mode, unless SQLite kept them
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(file.with_name(file.name + suffix))
             if writer is not None and _identity(lock_file) != _fd_identity(writer):
                 writer = _take_writer_lock(file)  # deleted with the file: a new one, held
                 _release_writer_lock([old_fds[0]])
+                self._lock_fd = ((writer,) if writer is not None else ()) + tuple(old_fds[1:])
             if occupied:
                 aside = file.with_name(f"{file.name}.replaced-{int(time.time())}")
                 os.rename(file, aside)
                 log.error("state file %s: the other file found at its path moved to %s",
                           self._label, aside)  # fmt: skip
+            os.rename(tmp, file)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        self._lock_fd = ((writer,) if writer is not None else ()) + tuple(old_fds[1:])
-        self._conn.close()  # closes the old WAL (deleting it by name) before a new one opens
-        for fd in old_fds[1:]:
-            os.close(fd)  # the old database file's flock
-        self._lock_fd = (writer,) if writer is not None else ()
-        where = tmp
+        # the copy is at the path, whole: a failure from here leaves it there and the old
+        # connection in use (the next check finds a file that is not the open one and copies
+        # again)
+        _fsync_path(file.parent)
+        new_fds = _lock_database_file(file, self._label) if self._exclusive else ()
         try:
-            # SQLite leaves a moved file's -wal and -shm behind at the path (the old
-            # connection's: their frames are in the copy): a connection to the new file, or
-            # to a file moved aside with them, would take them for its own and replay the
-            # old frames into it (a test saw the file moved aside read back as this state)
-            for suffix in ("-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(file.with_name(file.name + suffix))
-            os.rename(tmp, file)
-            where = file
-            _fsync_path(file.parent)
-            if self._exclusive:
-                self._lock_fd += _lock_database_file(file, self._label)
-        finally:  # the copy is the state now, wherever it is: a failure leaves it in use
-            self._conn = _connect_wal(where)
-            self._identity = _identity(where)
+            conn = _connect_wal(file)
+        except BaseException:
+            _release_writer_lock(new_fds)
+            raise
+        old.close()
+        for fd in self._lock_fd[1:]:
+            os.close(fd)  # the old database file's flock, after its connection
+        self._lock_fd = ((writer,) if writer is not None else ()) + new_fds
+        self._conn = conn
+        self._identity = _identity(file)
 
     def _sweep(self, prefix: str, kept: set[str], protect: str) -> int:
         """Delete each key ``prefix + name`` with ``name`` not in ``kept`` and no key
@@ -864,10 +870,13 @@ _LOST_LOG_INTERVAL_S = 60.0
 
 def _identity(file: Path) -> tuple[int, int] | None:
     """``(st_dev, st_ino)`` of the file at ``file`` (symlinks followed), ``None`` when no
-    file is there (or its directory is gone or unreadable)."""
+    file is there (or its directory is gone or unreadable), or the one there has no link
+    left (``st_nlink`` 0: deleted on the host under a bind mount of the file alone)."""
     try:
         st = os.stat(file)
     except OSError:
+        return None
+    if st.st_nlink == 0:  # unlinked, yet at the path: a single-file bind mount's host deleted it
         return None
     return (st.st_dev, st.st_ino)
 

@@ -159,18 +159,36 @@ def test_a_start_with_an_empty_state_says_which_offsets_its_totals_leave_out(
     for side in ("", "-wal", "-shm"):  # the state lost while serve was down
         Path(f"{state}{side}").unlink(missing_ok=True)
 
-    produce(broker, topic, items[1_000:], start=1_000, partitions=PARTITIONS)
-    second = start_service(tmp_path, config)
-    status = second.wait_until(_processed(200), what="the 200 new ones")
-    state_file = status["state_file"]
+    second = start_service(tmp_path, config)  # nothing produced: the topic is idle
     expected = {f"{topic}[{p}]": off for p, off in sorted(committed.items())}
-    print(f"\nempty start: uncounted_before {state_file['uncounted_before']} (broker: "
-          f"{expected}); processed {status['totals']['processed']}")  # fmt: skip
-    assert state_file["started_empty"] is True
-    assert state_file["uncounted_before"] == expected
-    assert state_file["uncounted_offsets"] == 1_000
-    assert status["totals"]["processed"] == 200
+    idle = second.wait_until(lambda s: s["state_file"]["uncounted_offsets"] > 0, timeout_s=30,
+                             what="the empty start said with no event read")  # fmt: skip
+    assert idle["state_file"]["started_empty"] is True
+    assert idle["state_file"]["uncounted_before"] == expected
+    assert idle["state_file"]["uncounted_offsets"] == 1_000
+    assert idle["totals"]["processed"] == 0
     assert second.metric("goldwatch_state_uncounted_offsets") == 1_000
     assert any("the 1,000 events before them are not in these totals" in n
-               for n in status["notices"])  # fmt: skip
+               for n in idle["notices"])  # fmt: skip
+
+    # deleted while the topic is idle: no checkpoint comes, the status sample recreates it
+    for side in ("", "-wal", "-shm"):
+        Path(f"{state}{side}").unlink(missing_ok=True)
+    deleted = time.monotonic()
+    second.wait_until(lambda s: s["state_file"]["recreated"] >= 1, timeout_s=30,
+                      what="recreated with no traffic")  # fmt: skip
+    took = time.monotonic() - deleted
+    assert state.exists()
+
+    produce(broker, topic, items[1_000:], start=1_000, partitions=PARTITIONS)
+    status = second.wait_until(_processed(200), what="the 200 new ones")
+    state_file = status["state_file"]
+    print(f"\nempty start, idle: uncounted_before {idle['state_file']['uncounted_before']} "
+          f"(broker: {expected}); deleted idle, recreated after {took:.1f} s (status interval "
+          f"0.5 s); processed {status['totals']['processed']} of 200 produced after")  # fmt: skip
+    assert took < 5.0  # the status interval (0.5 s) and the status poll, with slack
+    assert state_file["uncounted_before"] == expected  # the first events did not change it
+    assert state_file["uncounted_offsets"] == 1_000
+    assert state_file["recreated"] == 1
+    assert status["totals"]["processed"] == 200
     assert isinstance(second, ServiceProcess)

@@ -78,7 +78,10 @@ def test_a_state_file_moved_away_is_written_again_and_the_moved_one_left_alone(
     assert store.recreated == 1
     store.close()
     assert _all(path) == {**EXPECTED, "extra": 1}
-    assert moved.exists()  # the operator's copy is theirs
+    # the operator's copy is theirs, and whole: its latest pages were in the -wal left at
+    # the path, checkpointed into it before that -wal was removed (it lacked its tables)
+    assert not Path(f"{moved}-wal").exists()
+    assert _all(moved) == {**EXPECTED, "extra": 1}
 
 
 def test_a_state_file_replaced_by_another_is_moved_aside_not_overwritten(tmp_path: Path) -> None:
@@ -214,3 +217,62 @@ def test_an_in_memory_store_is_always_durable() -> None:
     store.checkpoint({"a": 1})
     store.check_place()
     assert (store.durable, store.recreated, store.lost) == (True, 0, None)
+
+
+def test_a_directory_deleted_between_the_copy_and_the_rename_leaves_the_old_file_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of the review: the directory goes after ``VACUUM INTO`` and before the
+    rename. The old connection stays open (it was closed first, and every later write
+    failed on a closed database): the state is lost, not broken, and recovers."""
+    folder = tmp_path / "state"
+    folder.mkdir()
+    path = folder / "state.db"
+    store = StateStore.open(path, exclusive=True)
+    _written(store)
+    os.unlink(path)
+    synced = state_module._fsync_path
+
+    def sync_then_directory_gone(where: Path) -> None:
+        synced(where)
+        if ".recreate-" in where.name:  # the copy is written and synced: now the race
+            shutil.rmtree(folder)
+
+    monkeypatch.setattr(state_module, "_fsync_path", sync_then_directory_gone)
+    store.checkpoint({"extra": 1})
+    monkeypatch.undo()
+    assert store.lost is not None and "cannot be written there again" in store.lost
+    store.checkpoint({"extra": 2})  # written to the open file, not a closed connection
+    assert store.get("extra") == 2
+    folder.mkdir()
+    store.checkpoint({"extra": 3})
+    assert (store.durable, store.recreated) == (True, 1)
+    store.close()
+    assert _all(path) == {**EXPECTED, "extra": 3}
+
+
+def test_a_file_at_the_path_with_no_link_left_is_taken_for_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single-file bind mount whose host deleted the file: the path still leads to the
+    open inode, with ``st_nlink`` 0 (simulated: ``os.stat`` of the path says 0 links)."""
+    path = tmp_path / "state.db"
+    store = StateStore.open(path, exclusive=True)
+    _written(store)
+    real_stat = os.stat
+
+    def unlinked(file: object, *args: object, **kwargs: object) -> os.stat_result:
+        st = real_stat(file, *args, **kwargs)  # type: ignore[arg-type]
+        if Path(str(file)) == path:
+            fields = list(st)
+            fields[stat.ST_NLINK] = 0
+            return os.stat_result(fields)
+        return st
+
+    monkeypatch.setattr(state_module.os, "stat", unlinked)
+    store.check_place()
+    monkeypatch.undo()
+    assert store.recreated == 1 and store.durable
+    assert store.last_recreated is not None and "missing" in store.last_recreated
+    store.close()
+    assert _all(path) == EXPECTED
