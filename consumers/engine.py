@@ -455,7 +455,9 @@ class Engine:
 
     def uncounted_before(self) -> dict[tuple[str, int], int]:
         """``{(topic, partition): offset}``: after an empty start (:attr:`started_empty`),
-        the first offset read of each partition, where above 0 — the events before it are
+        where each partition's reading starts — the group's committed offset at the first
+        status sample after assignment (:meth:`note_committed`, no event needed), else the
+        first offset read — where above 0: the events before it are
         not in these totals (counted by a state that is gone, by another replica of the
         consumer group, or never read: ``auto_offset_reset`` latest). A Kafka consumer
         starts at its group's committed offset, so these are the group's offsets at the
@@ -486,7 +488,7 @@ class Engine:
         if offset > 0 and key not in self._first_read:
             self._first_read[key] = offset
             log.warning(
-                "the state started empty and %s[%d] is first read at offset %d: the %d "
+                "the state started empty and %s[%d] is read from offset %d on: the %d "
                 "offsets before it are not in these totals (counted by a state that is gone, "
                 "by another replica, or never read)", key[0], key[1], offset, offset,
             )  # fmt: skip

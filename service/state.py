@@ -539,7 +539,8 @@ class StateStore:
 
     def check_place(self) -> None:
         """Check that the file at the store's path is the one this connection writes (same
-        device and inode), as every write does after it commits; when it is not (deleted,
+        device and inode, and a link left), as every write does after it commits and the
+        consumer loop at every status sample (an idle replica); when it is not (deleted,
         moved away, replaced), write it there again whole (:meth:`_recreate`).
 
         A file no path leads to is still written (the connection holds it open), but a

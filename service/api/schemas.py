@@ -163,8 +163,9 @@ class Status(BaseModel):
     #: committed and HTTP ingest answers 503 meanwhile, not ready
     #: (``goldwatch_state_file_lost``), ``None`` normally; ``started_empty`` — this run's
     #: state held no totals (no state file, or a new one), and ``uncounted_before``
-    #: (``{"topic[partition]": offset}``, the first offset read of each partition since, where
-    #: above 0) with its sum ``uncounted_offsets``: the events before them are not in these
+    #: (``{"topic[partition]": offset}``, where each partition's reading started since: the
+    #: group's committed offset at assignment, said with no event read, else the first read;
+    #: where above 0) with its sum ``uncounted_offsets``: the events before them are not in these
     #: totals (``goldwatch_state_uncounted_offsets``). Each also has a line in ``notices``.
     state_file: dict[str, Any] | None = None
 

@@ -137,7 +137,8 @@ class StateFileStatus(TypedDict):
     deleted or replaced at its path and written there again whole since start
     (``recreated``) and the last such event (``last_recreated``); why it cannot be written
     there now (``lost``: no offsets are committed meanwhile), else ``None``; whether the state
-    started empty (``started_empty``) and the first offsets read after that,
+    started empty (``started_empty``) and where each partition's reading started after that
+    (the group's committed offset at assignment, else the first offset read),
     ``{"topic[partition]": offset}`` (``uncounted_before``), with their sum
     (``uncounted_offsets``): the events before them are not in the totals."""
 
@@ -995,7 +996,7 @@ def state_file_notices(status: StateFileStatus) -> list[str]:
         where = ", ".join(f"{key} at {offset:,}" for key, offset in before.items())
         notices.append(
             f"the state started empty (no state file {status['path']}, or a new one) and the "
-            f"first offsets read were {where}: the {status['uncounted_offsets']:,} events "
+            f"partitions were read from {where}: the {status['uncounted_offsets']:,} events "
             "before them are not in these totals (counted by a state that is gone, by another "
             "replica of the consumer group, or never read here: auto_offset_reset latest, "
             "retention)"
