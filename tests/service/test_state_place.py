@@ -231,14 +231,14 @@ def test_a_directory_deleted_between_the_copy_and_the_rename_leaves_the_old_file
     store = StateStore.open(path, exclusive=True)
     _written(store)
     os.unlink(path)
-    synced = state_module._fsync_path
+    rename = os.rename
 
-    def sync_then_directory_gone(where: Path) -> None:
-        synced(where)
-        if ".recreate-" in where.name:  # the copy is written and synced: now the race
+    def directory_gone_then_rename(src: Path, dst: Path) -> None:
+        if ".recreate-" in Path(src).name:  # the copy is written and synced: now the race
             shutil.rmtree(folder)
+        rename(src, dst)
 
-    monkeypatch.setattr(state_module, "_fsync_path", sync_then_directory_gone)
+    monkeypatch.setattr(state_module.os, "rename", directory_gone_then_rename)
     store.checkpoint({"extra": 1})
     monkeypatch.undo()
     assert store.lost is not None and "cannot be written there again" in store.lost
