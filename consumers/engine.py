@@ -248,6 +248,12 @@ class Engine:
         self._topic_ids: dict[str, str] = {}  # topic -> the id its applied offsets belong to
         self._loaded = False
         self._settled = True
+        #: The state held no totals when first loaded (no state file, or a new one): the
+        #: totals start at zero here, whatever came before (see :meth:`uncounted_before`).
+        self.started_empty = False
+        #: ``{(topic, partition): offset}``: the first offset applied of each partition first
+        #: read since an empty start, when above 0 (:meth:`uncounted_before`).
+        self._first_read: dict[tuple[str, int], int] = {}
         #: Resume positions of resumable sources (files) after the last settled batch: newer
         #: than the checkpoint when a checkpoint failed. Cleared when the state is reloaded.
         self.positions: dict[str, Any] = {}
@@ -288,6 +294,8 @@ class Engine:
             if self._loaded and self._settled:
                 return
             try:
+                if not self._loaded:
+                    self.started_empty = not self.state.get_many([TOTALS_KEY, APPLIED_KEY])
                 self.pipeline.restore(self.state.get_many(self.pipeline.state_keys()))
                 self.totals = Totals.from_json(self.state.get(TOTALS_KEY))
                 applied = self.state.get(APPLIED_KEY) or {}
@@ -438,9 +446,53 @@ class Engine:
             for more in self.checkpoint_extras:
                 updates.update(more())
             updates.update(extra or {})
-            self.state.checkpoint(updates)
+            try:
+                self.state.checkpoint(updates)
+            finally:  # the file found deleted: recreated (counted), or lost (no commits)
+                self.metrics.observe_state_file(self.state.recreated, not self.state.durable)
             self.pipeline.checkpointed()  # committed: stages may let go of the older one
             self.last_checkpoint_s = time.monotonic()
+
+    def uncounted_before(self) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): offset}``: after an empty start (:attr:`started_empty`),
+        where each partition's reading starts — the group's committed offset at the first
+        status sample after assignment (:meth:`note_committed`, no event needed), else the
+        first offset read — where above 0: the events before it are
+        not in these totals (counted by a state that is gone, by another replica of the
+        consumer group, or never read: ``auto_offset_reset`` latest). A Kafka consumer
+        starts at its group's committed offset, so these are the group's offsets at the
+        start (trial 47, F4: a replica whose state file was deleted restarted at offsets
+        its lost state had counted up to, its totals from zero, and nothing said so).
+        ``{}`` after a start from a state with totals, and for sources without offsets
+        (a JSONL file resumes from the state's byte offset, so without it reads from the
+        start: nothing is left out)."""
+        with self.lock:
+            return dict(self._first_read)
+
+    def note_committed(self, offsets: dict[tuple[str, int], int]) -> None:
+        """After an empty start (:attr:`started_empty`), take the group's committed offset of
+        each assigned partition not yet read (``{(topic, partition): offset}``, as the source
+        fetched them at assignment) as where its reading starts: an idle topic says what the
+        totals leave out at the first status sample after assignment, not at its first event
+        (a Kafka consumer's first read is at its group's committed offset, so the figure is
+        the one the first event would give). No-op after a start with totals."""
+        if not self.started_empty:
+            return
+        with self.lock:
+            for key, offset in sorted(offsets.items()):
+                if key not in self._applied:
+                    self._note_first_read(key, offset)
+
+    def _note_first_read(self, key: tuple[str, int], offset: int) -> None:
+        """A partition's first message read (none applied) since an empty start."""
+        if offset > 0 and key not in self._first_read:
+            self._first_read[key] = offset
+            log.warning(
+                "the state started empty and %s[%d] is read from offset %d on: the %d "
+                "offsets before it are not in these totals (counted by a state that is gone, "
+                "by another replica, or never read)", key[0], key[1], offset, offset,
+            )  # fmt: skip
+            self.metrics.state_uncounted_offsets.set(sum(self._first_read.values()))
 
     def note_topic_id(self, topic: str, topic_id: str) -> bool:
         """Record that ``topic`` now has the id ``topic_id`` (a UUID as text).
@@ -478,6 +530,8 @@ class Engine:
             run = list(group)
             if topic is not None and partition is not None:
                 offsets = list(map(_offset_of, run))
+                if self.started_empty and (topic, partition) not in applied and offsets[0]:
+                    self._note_first_read((topic, partition), offsets[0])
                 if (
                     None not in offsets
                     and offsets[0] > applied.get((topic, partition), -1)
@@ -497,6 +551,8 @@ class Engine:
         fresh: list[RawMessage] | None = None  # None: every run so far kept whole
         for run in messages.runs:
             key = (run.topic, run.partition)
+            if self.started_empty and key not in applied:
+                self._note_first_read(key, run.first_offset)
             if run.rising and run.first_offset > applied.get(key, -1):
                 applied[key] = run.last_offset
                 if fresh is not None:
@@ -515,6 +571,8 @@ class Engine:
                 fresh.append(message)
                 continue
             key = (origin.topic, origin.partition)
+            if self.started_empty and key not in self._applied:
+                self._note_first_read(key, origin.offset)
             if origin.offset <= self._applied.get(key, -1):
                 continue
             self._applied[key] = origin.offset

@@ -21,6 +21,10 @@ Guarantees:
   always at stop / end of input. A crash replays at most what followed the last checkpoint,
   and the dedup window (checkpointed with it) drops what was already counted. Dead letters
   are at-least-once.
+* No commit without the state file at its path: a checkpoint that finds the state file
+  deleted, moved or replaced writes it there again whole before anything is committed
+  (:meth:`service.state.StateStore.check_place`); while it cannot (directory gone,
+  read-only), nothing is committed, and a restart reads those messages again.
 * Automatic cyclic garbage collection is paused during each poll-and-handle step (see
   :func:`gc_paused`) and caught up between steps.
 * Never dies on a bad message. A stage exception goes to ``on_error`` (quix-style,
@@ -534,7 +538,10 @@ class _Loop:
             if resumable is not None and resumable.state_key:
                 extra[resumable.state_key] = resumable.position_after(messages)
             self.engine.checkpoint(extra)
-            _commit(self.source, messages, final)
+            if self.engine.state.durable:
+                _commit(self.source, messages, final)
+            # else the state file is gone from its path and cannot be written there again
+            # (logged by the store): no offset is committed, so a restart reads these again
             self.tally.checkpoints += 1
         self.pending.clear()
         self.pending_count = 0
@@ -601,7 +608,18 @@ class _Loop:
                 self.stop_event.wait(delay)
 
     def sample_status(self) -> None:
+        state = self.engine.state
+        # one stat: a state file deleted while no checkpoint comes (an idle stream) is
+        # recreated within a status interval, and a lost one is tried again
+        state.check_place()
+        self.engine.metrics.observe_state_file(state.recreated, not state.durable)
         status = self.source.status()
+        if self.engine.started_empty:  # an idle topic's committed offsets, said at start
+            self.engine.note_committed({
+                (entry["topic"], entry["partition"]): entry["committed_offset"]
+                for entry in status.get("lag") or ()
+                if entry.get("committed_offset") is not None
+            })  # fmt: skip
         self.engine.metrics.observe_status(status, self.status)
         self.status, self.last_status = status, time.monotonic()
 

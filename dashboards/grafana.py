@@ -181,7 +181,8 @@ def _variables(extra: list[Panel]) -> list[Panel]:
 ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|DriftDetected|"
           "DriftAlarmRaised|CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ShadowAgreementDropped|"
           "ACLViolation|ConsumerLagHigh|"
-          "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|GoldwatchDown")  # fmt: skip
+          "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|StateFileNotDurable|"
+          "GoldwatchDown")  # fmt: skip
 
 
 def dashboard(uid: str, title: str, description: str, panels: list[Panel | list[Panel]],

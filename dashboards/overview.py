@@ -567,7 +567,9 @@ def _ingestion() -> list[Panel | list[Panel]]:
                 "max_poll_interval_ms: check batch time and broker health. Topic re-creations "
                 "(the topic was deleted and created again; it is read from its beginning) and "
                 "undecodable record batches (dead-lettered as undecodable_batch: install the "
-                "producer's codec) should stay at zero.",
+                "producer's codec) should stay at zero, and so should state file recreations "
+                "(a checkpoint found the state file deleted or replaced and wrote it again "
+                "whole: /v1/status state_file says when).",
                 [
                     (f"sum (rate(goldwatch_commits_total{{{SEL}}}[{RATE}]))", "commits"),
                     (f"sum (rate(goldwatch_commit_failures_total{{{SEL}}}[{RATE}]))",
@@ -577,6 +579,8 @@ def _ingestion() -> list[Panel | list[Panel]]:
                      "topic re-creations"),
                     (f"sum (rate(goldwatch_kafka_undecodable_batches_total{{{SEL}}}[{RATE}]))",
                      "undecodable batches"),
+                    (f"sum (rate(goldwatch_state_file_recreated_total{{{SEL}}}[{RATE}]))",
+                     "state file recreations"),
                 ],
                 "ops",
             ),

@@ -62,6 +62,7 @@ export``) do not take the lock.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -307,7 +308,11 @@ class StateStore:
     """
 
     def __init__(
-        self, connection: sqlite3.Connection, label: str, lock_fd: Sequence[int] = ()
+        self,
+        connection: sqlite3.Connection,
+        label: str,
+        lock_fd: Sequence[int] = (),
+        file: Path | None = None,
     ) -> None:
         self._conn = connection
         self._label = label
@@ -316,6 +321,22 @@ class StateStore:
         self._sweeps: list[Sweep] = []
         #: Keys deleted by sweeps since the store was opened (≥ 0).
         self.swept = 0
+        #: The file's real path, whose identity every write checks (``None``: in memory).
+        self._file = file
+        #: ``(st_dev, st_ino)`` of the file this connection writes (``None``: in memory).
+        self._identity = _identity(file) if file is not None else None
+        self._exclusive = bool(lock_fd)
+        #: Times the file was found deleted or replaced at its path and written there again
+        #: whole (:meth:`check_place`), since the store was opened (≥ 0).
+        self.recreated = 0
+        #: What the last recreation said (path, why, when), ``None`` before any.
+        self.last_recreated: str | None = None
+        #: Why the file at the path is not the one written and could not be written there
+        #: again (directory gone, read-only...): the state lives only in a file no path
+        #: leads to; ``None`` while the file at the path is this store's.
+        self.lost: str | None = None
+        self._lost_logged = 0.0  # monotonic time the loss was last logged
+        self._copies = 0  # recreations tried: each copy gets its own temporary name
 
     @property
     def label(self) -> str:
@@ -377,7 +398,7 @@ class StateStore:
             conn.close()
             _release_writer_lock(lock_fd)
             raise
-        return cls(conn, label, lock_fd)
+        return cls(conn, label, lock_fd, file)
 
     @classmethod
     def in_memory(cls) -> StateStore:
@@ -506,7 +527,145 @@ class StateStore:
             self.swept += swept
             if deleted or unchanged or swept:
                 self._truncate_log()
+            self._check_place()
         return max(written, 0)
+
+    @property
+    def durable(self) -> bool:
+        """Whether what was written is in the file at the configured path, so a restart
+        reads it (always for an in-memory store): ``False`` while :attr:`lost` says why
+        not. A consumer commits no offsets and acknowledges nothing meanwhile."""
+        return self.lost is None
+
+    def check_place(self) -> None:
+        """Check that the file at the store's path is the one this connection writes (same
+        device and inode, and a link left), as every write does after it commits and the
+        consumer loop at every status sample (an idle replica); when it is not (deleted,
+        moved away, replaced), write it there again whole (:meth:`_recreate`).
+
+        A file no path leads to is still written (the connection holds it open), but a
+        restart would not read it: without this, a replica whose state file was deleted
+        kept checkpointing into the unlinked file and committing offsets, and restarted
+        with none of its totals (trial 47, F4). Recreated, the file holds everything
+        committed so far (a copy of the open file, not the last snapshot's changes), and
+        :attr:`recreated` counts it; when that fails, :attr:`lost` says why, the error is
+        logged (again at most once a minute) and the next write tries again.
+        """
+        with self._lock:
+            self._check_place()
+
+    def _check_place(self) -> None:
+        """:meth:`check_place`, the lock held."""
+        if self._file is None:
+            return
+        here = _identity(self._file)
+        if here is not None and here == self._identity:
+            if self.lost is not None:
+                log.error("state file %s is back at its path: committing resumes", self._label)
+                self.lost = None
+            return
+        why = "missing" if here is None else "replaced by another file"
+        try:
+            self._recreate(here is not None)
+        except (OSError, sqlite3.Error, StateError) as exc:
+            detail = getattr(exc, "strerror", None) or str(exc)
+            self.lost = (
+                f"state file {self._label} is {why} and cannot be written there again "
+                f"({detail}): the state lives only in memory and a deleted file, so offsets are "
+                "not committed until it can (events after the last commit are read again "
+                "after a restart); fix the directory (exists, writable) and the next "
+                "checkpoint recreates it"
+            )
+            now = time.monotonic()
+            if now - self._lost_logged >= _LOST_LOG_INTERVAL_S:
+                self._lost_logged = now
+                log.error("%s", self.lost)
+            return
+        self.recreated += 1
+        self.lost = None
+        self.last_recreated = (
+            f"state file {self._label} was {why} while goldwatch ran; recreated there with the "
+            f"whole current state at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
+            f"({self.recreated} time{'s' if self.recreated != 1 else ''} since start)"
+        )
+        log.error("%s", self.last_recreated)
+
+    def _recreate(self, occupied: bool) -> None:
+        """Write the open file's committed content whole to the store's path and go on
+        writing there; the lock held.
+
+        Never a partial file at the path: ``VACUUM INTO`` copies a consistent snapshot into
+        a temporary file beside it (mode 0600), which is synced and then renamed over the
+        path (atomic); a file found there (``occupied``: another file put in its place) is
+        first moved aside to ``<path>.replaced-<Unix time>``.
+
+        The old connection stays open, and in use on any failure, until the new one is in
+        place (a directory deleted between the copy and the rename leaves it writing, and the
+        next check tries again). Before the rename its WAL is checkpointed into the file it
+        has open (a file moved away with ``mv`` is then whole: its latest pages were in the
+        ``-wal`` left at the path) and it leaves WAL mode for an in-memory journal: that
+        deletes the ``-wal`` and ``-shm`` at the path (the new connection would take them for
+        its own and replay the old frames) and lets it write on without files beside it.
+        The writer's locks are taken again on the new file (and on ``<path>.lock`` when that
+        was deleted too).
+
+        Raises:
+            OSError, sqlite3.Error: the copy cannot be written or put in place (directory
+                gone, read-only, disk full); the open file stays in use.
+            StateError: another process took the lock file meanwhile.
+        """
+        assert self._file is not None
+        file, old = self._file, self._conn
+        self._copies += 1
+        tmp = file.with_name(f"{file.name}.recreate-{os.getpid()}-{self._copies}")
+        old_fds = self._lock_fd
+        writer = old_fds[0] if self._exclusive and old_fds else None
+        lock_file = file.with_name(file.name + ".lock")
+        try:
+            _create_private(tmp)
+            old.execute("VACUUM INTO ?", (str(tmp),))
+            _fsync_path(tmp)
+            busy = old.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy and busy[0]:  # a reader of the old file (`goldwatch status`) held it
+                log.warning("state file %s: the file left its path with pages in its -wal "
+                            "(a reader held it); a copy moved away may lack them",
+                            self._label)  # fmt: skip
+            mode = old.execute("PRAGMA journal_mode=MEMORY").fetchone()
+            if not mode or str(mode[0]).lower() != "memory":  # a reader holds it: later
+                raise sqlite3.OperationalError(f"journal mode stays {mode and mode[0]}")
+            for suffix in ("-wal", "-shm"):  # gone with WAL mode, unless SQLite kept them
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(file.with_name(file.name + suffix))
+            if writer is not None and _identity(lock_file) != _fd_identity(writer):
+                writer = _take_writer_lock(file)  # deleted with the file: a new one, held
+                _release_writer_lock([old_fds[0]])
+                self._lock_fd = ((writer,) if writer is not None else ()) + tuple(old_fds[1:])
+            if occupied:
+                aside = file.with_name(f"{file.name}.replaced-{int(time.time())}")
+                os.rename(file, aside)
+                log.error("state file %s: the other file found at its path moved to %s",
+                          self._label, aside)  # fmt: skip
+            os.rename(tmp, file)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        # the copy is at the path, whole: a failure from here leaves it there and the old
+        # connection in use (the next check finds a file that is not the open one and copies
+        # again)
+        _fsync_path(file.parent)
+        new_fds = _lock_database_file(file, self._label) if self._exclusive else ()
+        try:
+            conn = _connect_wal(file)
+        except BaseException:
+            _release_writer_lock(new_fds)
+            raise
+        old.close()
+        for fd in self._lock_fd[1:]:
+            os.close(fd)  # the old database file's flock, after its connection
+        self._lock_fd = ((writer,) if writer is not None else ()) + new_fds
+        self._conn = conn
+        self._identity = _identity(file)
 
     def _sweep(self, prefix: str, kept: set[str], protect: str) -> int:
         """Delete each key ``prefix + name`` with ``name`` not in ``kept`` and no key
@@ -627,6 +786,7 @@ class StateStore:
             except sqlite3.Error as exc:
                 _rollback(self._conn)
                 raise _write_error(self._label, exc) from exc
+            self._check_place()
         return skipped
 
     def _guards_held(self, guards: Iterable[Guard]) -> set[Guard]:
@@ -654,8 +814,14 @@ class StateStore:
         return held
 
     def close(self) -> None:
-        """Close the connection and release the writer's lock, if held (idempotent)."""
+        """Close the connection and release the writer's lock, if held (idempotent). Closed
+        while :attr:`lost`, the state written since the file left its path is gone with it:
+        said once more in the log."""
         with self._lock:
+            if self.lost is not None:
+                log.error("closing while %s: this state is lost; the next start begins empty at "
+                          "the last committed offsets", self.lost)  # fmt: skip
+                self.lost = None
             self._conn.close()
             _release_writer_lock(self._lock_fd)
             self._lock_fd = ()
@@ -679,6 +845,60 @@ class StateStore:
                 raise StateError(
                     f"cannot read state file {self._label}: {exc}; {_move_aside_hint(self._label)}"
                 ) from exc
+
+
+def _connect_wal(file: Path) -> sqlite3.Connection:
+    """A connection to the state file ``file`` set up as :meth:`StateStore.open` sets it up
+    (WAL, ``synchronous=FULL``, ``secure_delete``), without its checks.
+
+    Raises:
+        sqlite3.Error: SQLite cannot open it.
+    """
+    conn = sqlite3.connect(str(file), isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA secure_delete=ON")
+    # a write now opens the -wal and -shm files: SQLite opens them at the first transaction,
+    # and a directory deleted before it would leave a connection that cannot write at all
+    # ("disk I/O error"), where an open one goes on writing into the deleted files
+    conn.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
+    return conn
+
+
+#: Seconds between two log lines saying the state file cannot be written at its path.
+_LOST_LOG_INTERVAL_S = 60.0
+
+
+def _identity(file: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``file`` (symlinks followed), ``None`` when no
+    file is there (or its directory is gone or unreadable), or the one there has no link
+    left (``st_nlink`` 0: deleted on the host under a bind mount of the file alone)."""
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    if st.st_nlink == 0:  # unlinked, yet at the path: a single-file bind mount's host deleted it
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _fd_identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino)
+
+
+def _fsync_path(path: Path) -> None:
+    """``fsync`` the file or directory at ``path`` (a renamed file's directory entry, a
+    copy SQLite's ``VACUUM INTO`` does not sync itself).
+
+    Raises:
+        OSError: it cannot be opened or synced.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _create_private(file: Path) -> None:

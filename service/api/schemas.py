@@ -98,7 +98,9 @@ class Totals(BaseModel):
 class Status(BaseModel):
     """``GET /v1/status``: source, offsets, lag, counts, uptime."""
 
-    #: What the numbers do not cover, first: a failed gold-set refresh (the old gold set
+    #: What the numbers do not cover, first: the state file not durable at its path
+    #: (``STATE NOT DURABLE``: no commits), recreated, or started empty with committed offsets
+    #: before it (``state_file``); then a failed gold-set refresh (the old gold set
     #: stays in use: ``gold_refresh_error``); without a configured gold set, that gold-set
     #: comparisons are off and which setting turns them on (``gold_set:`` /
     #: ``GOLDWATCH_GOLD_SET``); topic labels too few to be the topics (clusters instead);
@@ -153,6 +155,19 @@ class Status(BaseModel):
     #: ``"Warsaw.html (3 variants: de, en, es)"``); ``None`` without harvesting or when the
     #: corpus names no document.
     under_covered_documents: dict[str, Any] | None = None
+    #: The state file (trial 47, F4): ``path``; ``recreated`` — times a checkpoint found it
+    #: deleted, moved or replaced at its path (not the file being written) and wrote it there
+    #: again with the whole current state, before committing offsets, and ``last_recreated``
+    #: says when (both until restart; ``goldwatch_state_file_recreated_total``); ``lost`` —
+    #: why it cannot be written at its path now (directory gone, read-only): no offsets are
+    #: committed and HTTP ingest answers 503 meanwhile, not ready
+    #: (``goldwatch_state_file_lost``), ``None`` normally; ``started_empty`` — this run's
+    #: state held no totals (no state file, or a new one), and ``uncounted_before``
+    #: (``{"topic[partition]": offset}``, where each partition's reading started since: the
+    #: group's committed offset at assignment, said with no event read, else the first read;
+    #: where above 0) with its sum ``uncounted_offsets``: the events before them are not in these
+    #: totals (``goldwatch_state_uncounted_offsets``). Each also has a line in ``notices``.
+    state_file: dict[str, Any] | None = None
 
 
 class Problem(BaseModel):

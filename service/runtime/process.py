@@ -129,6 +129,26 @@ class StatusReport(TypedDict):
     gold_refresh_error: str | None
     gold_file_error: str | None
     under_covered_documents: dict[str, Any] | None
+    state_file: StateFileStatus
+
+
+class StateFileStatus(TypedDict):
+    """:meth:`Runtime.state_file_status`: the state file's path; how often it was found
+    deleted or replaced at its path and written there again whole since start
+    (``recreated``) and the last such event (``last_recreated``); why it cannot be written
+    there now (``lost``: no offsets are committed meanwhile), else ``None``; whether the state
+    started empty (``started_empty``) and where each partition's reading started after that
+    (the group's committed offset at assignment, else the first offset read),
+    ``{"topic[partition]": offset}`` (``uncounted_before``), with their sum
+    (``uncounted_offsets``): the events before them are not in the totals."""
+
+    path: str
+    recreated: int
+    last_recreated: str | None
+    lost: str | None
+    started_empty: bool
+    uncounted_before: dict[str, int]
+    uncounted_offsets: int
 
 
 class GoldRunStatus(TypedDict):
@@ -568,6 +588,8 @@ class Runtime:
                 reasons.append(why or generic)
         if self.last_error is not None:
             reasons.append("consumer error; retrying")
+        if self.state.lost is not None:  # nothing committed or acknowledged meanwhile
+            reasons.append(self.state.lost)
         gold_problem = self.gold_file_problem()
         if gold_problem is not None:
             reasons.append(gold_problem)
@@ -625,7 +647,9 @@ class Runtime:
                      "come (at the stop at the latest), so the shadow figures and the "
                      "suggestions they start can still grow"
                      if self._finished and self._unsettled else None)  # fmt: skip
-        notices = [self.gold_refresh_error, notice, self.topic_notice, unreliable, topics,
+        state_file = self.state_file_status()
+        notices = [*state_file_notices(state_file), self.gold_refresh_error, notice,
+                   self.topic_notice, unreliable, topics,
                    analytics.language_notice, analytics.unlabelled_notice,
                    analytics.scope_notice, self._counted_under_notice(), unsettled,
                    *(shadow.cut_off_notices() if (shadow := self.live.shadow) else ())]  # fmt: skip
@@ -644,6 +668,22 @@ class Runtime:
             "gold_refresh_error": self.gold_refresh_error,
             "gold_file_error": self.gold_file_problem(),
             "under_covered_documents": self.document_gaps(),
+            "state_file": state_file,
+        }
+
+    def state_file_status(self) -> StateFileStatus:
+        """The state file's place and start (:class:`StateFileStatus`), read without the
+        pipeline lock (a few attributes and a copy of a small dict)."""
+        store, engine = self.state, self.engine
+        before = engine.uncounted_before()
+        return {
+            "path": store.label,
+            "recreated": store.recreated,
+            "last_recreated": store.last_recreated,
+            "lost": store.lost,
+            "started_empty": engine.started_empty,
+            "uncounted_before": {f"{t}[{p}]": off for (t, p), off in sorted(before.items())},
+            "uncounted_offsets": sum(before.values()),
         }
 
     def document_gaps(self) -> dict[str, Any] | None:
@@ -958,6 +998,9 @@ class Runtime:
             outcomes.append(outcome)
             if last:
                 self.engine.checkpoint(extra)
+                if self.state.lost is not None:  # counted, but in no file a restart reads
+                    raise IngestUnavailable(f"{self.state.lost}; nothing was acknowledged, "
+                                            "retry later")  # fmt: skip
         except OSError as exc:
             raise IngestUnavailable(
                 f"cannot write dead letters to {self.http_dead_letters.path}: "
@@ -967,6 +1010,28 @@ class Runtime:
             raise IngestUnavailable(f"{exc}; nothing was acknowledged, retry later") from None
         finally:
             self.engine.lock.release()
+
+
+def state_file_notices(status: StateFileStatus) -> list[str]:
+    """The status notices of :class:`StateFileStatus`, loudest first: the state file
+    cannot be written at its path (no commits); it was recreated (until restart); the state
+    started empty while earlier offsets were committed (the totals restarted)."""
+    notices = []
+    if status["lost"] is not None:
+        notices.append(f"STATE NOT DURABLE: {status['lost']}")
+    if status["last_recreated"] is not None:
+        notices.append(status["last_recreated"])
+    before = status["uncounted_before"]
+    if before:
+        where = ", ".join(f"{key} at {offset:,}" for key, offset in before.items())
+        notices.append(
+            f"the state started empty (no state file {status['path']}, or a new one) and the "
+            f"partitions were read from {where}: the {status['uncounted_offsets']:,} events "
+            "before them are not in these totals (counted by a state that is gone, by another "
+            "replica of the consumer group, or never read here: auto_offset_reset latest, "
+            "retention)"
+        )
+    return notices
 
 
 def alignment_skew_s(settings: Settings) -> float:

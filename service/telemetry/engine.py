@@ -23,6 +23,9 @@ goldwatch_rebalances_total                      counter
 goldwatch_kafka_topic_recreations_total         counter
 goldwatch_kafka_undecodable_batches_total       counter
 goldwatch_last_event_timestamp_seconds          gauge   (newest event time, Unix s)
+goldwatch_state_file_recreated_total            counter (found deleted/replaced, rewritten)
+goldwatch_state_file_lost                       gauge   (1: cannot be rewritten, no commits)
+goldwatch_state_uncounted_offsets               gauge   (offsets before an empty start)
 goldwatch_build_info                            gauge   version, python (always 1;
                                                         :mod:`~service.telemetry.build_info`)
 =============================================== ======= =============================
@@ -172,12 +175,27 @@ class Metrics:
     topic_recreations: Counter
     undecodable_batches: Counter
     last_event_timestamp_seconds: Gauge
+    state_file_recreated: Counter
+    state_file_lost: Gauge
+    state_uncounted_offsets: Gauge
     build_info: Gauge
     topics: tuple[str, ...]
     reasons: tuple[str, ...]
     #: ``(topic label, partition)`` of the lag series exported now (the partitions assigned at
     #: the last status sample); one no longer assigned is removed, see :meth:`observe_status`
     lag_series: set[tuple[str, str]] = field(default_factory=set)
+    #: the state store's ``recreated`` count mirrored so far (``{"recreated": n}``)
+    state_seen: dict[str, int] = field(default_factory=dict)
+
+    def observe_state_file(self, recreated: int, lost: bool) -> None:
+        """Mirror the state store's :attr:`~service.state.StateStore.recreated` count (its
+        increase since the last call) and whether its file is lost (:attr:`~service.state.
+        StateStore.durable` false: 1, else 0)."""
+        delta = recreated - self.state_seen.get("recreated", 0)
+        if delta > 0:
+            self.state_file_recreated.inc(delta)
+            self.state_seen["recreated"] = recreated
+        self.state_file_lost.set(1 if lost else 0)
 
     def lag_labels(self, topic: str, partition: int) -> Gauge:
         """Return the ``consumer_lag`` child for a bounded ``topic`` and a partition number."""
@@ -382,6 +400,32 @@ def _consumer_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]
     }
 
 
+def _state_metrics(registry: CollectorRegistry) -> dict[str, Counter | Gauge]:
+    return {
+        "state_file_recreated": Counter(
+            _name("state_file_recreated"),
+            "Times a checkpoint found the state file deleted, moved or replaced at its path "
+            "(not the file being written) and wrote it there again with the whole current "
+            "state, before committing offsets; the status says when, until restart.",
+            registry=registry,
+        ),
+        "state_file_lost": Gauge(
+            _name("state_file_lost"),
+            "1 while the state file is gone from its path and cannot be written there again "
+            "(directory gone, read-only): offsets are not committed and HTTP ingest is not "
+            "acknowledged meanwhile (a restart re-reads from the last commit); 0 otherwise.",
+            registry=registry,
+        ),
+        "state_uncounted_offsets": Gauge(
+            _name("state_uncounted_offsets"),
+            "After a start with an empty state (no state file, or a new one), the offsets "
+            "before the first one read, summed over the partitions: events the consumer "
+            "group had committed, whose counts are not in this replica's totals (0: none).",
+            registry=registry,
+        ),
+    }
+
+
 def build_metrics(
     registry: CollectorRegistry,
     *,
@@ -406,6 +450,7 @@ def build_metrics(
         **_event_counters(registry),
         **_batch_metrics(registry),
         **_consumer_metrics(registry),
+        **_state_metrics(registry),
         "build_info": build_info_gauge(registry, version),
     }
     metrics = Metrics(**objects, topics=tuple(topics), reasons=tuple(reasons))  # type: ignore[arg-type]
