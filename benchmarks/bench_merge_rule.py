@@ -13,10 +13,6 @@ Both are run here on the same questions, in the same run:
   answer (lower-cased, punctuation dropped). ``--pairs`` prints every merge undone and kept
   (for reading by hand). ``--embeddings`` adds harvest's OR rule (cosine ≥ 0.8, WordLlama +
   character block, ``harvest.embedding_similarity``) with and without the merge rule.
-* MultiHop-RAG (the 500-query sample: 500 distinct news questions, many of them yes/no
-  twins that differ in one word), streamed the same way: every merge joins two different
-  questions, *same-answer* when their answers agree (trial 47: "... as above
-  league-average ..." ("Yes") and "... as league-average ..." ("no") merged).
 * The demo log (3,000 events of a college bot: English, Hinglish, Hindi; typos, chat
   spellings, greetings, added context such as "for 1st year" or "is saal", generated from
   known intents), streamed the same way: a merge is right when both are of one intent (a
@@ -123,21 +119,6 @@ def nq(pairs: bool, embeddings: bool) -> None:
                     print(f"  {tag} {agree} | {a} | {b}")
 
 
-def multihop() -> None:
-    """The MultiHop-RAG sample streamed (module docstring): each merge joins two questions."""
-    folder = SHARED_DATA / "multihop-rag-sample500"
-    queries = json.loads((folder / "queries.json").read_text(encoding="utf-8"))["queries"]
-    truth = json.loads((folder / "ground_truth.json").read_text(encoding="utf-8"))
-    texts = [comparison_form(q["question"]) for q in queries]
-    answers = {t: _answers([truth[q["id"]]["answer"]]) for t, q in zip(texts, queries, strict=True)}
-    print(f"\nMultiHop-RAG sample: {len(queries)} questions, {len(set(texts))} distinct normalised")
-    for label, rule in (("similarity", None), ("+ merge rule", may_merge)):
-        n, joined = _stream(texts, rule)
-        same = sum(bool(answers[a] & answers[b]) for a, b in joined.items())
-        print(f"  {label:13} suggestions {n:4}  merges {len(joined):3}  "
-              f"same-answer {same}/{len(joined)}")  # fmt: skip
-
-
 def demo() -> None:
     """The demo log streamed (module docstring): merges right when of one intent."""
     from service.demo.querylog import generate_with_meta
@@ -220,7 +201,6 @@ def main() -> None:
     parser.add_argument("--embeddings", action="store_true", help="also the OR cosine rule")
     args = parser.parse_args()
     nq(args.pairs, args.embeddings)
-    multihop()
     demo()
     pools()
 

@@ -45,10 +45,7 @@ if they agree on
    most of them real opposites ("volume up" / "down"), one not ("... get my w2" / "... get
    my w2 from"). Not for an embedding match: paraphrases rewrite
    prepositions ("... top up my account with a cheque" / "... use it to top off my
-   account"). Nor may one have a word of degree or order in time (:data:`COMPARATIVES`:
-   "above", "more", "before"...) with nothing in its place (trial 47, MultiHop-RAG: "...
-   as above league-average" / "... as league-average", answers "Yes" and "no";
-   :func:`_one_sided`; a trigram match only, as the opposites).
+   account").
 3. their *question word*: when both ask with one, they ask with the same ones
    (:data:`QUESTION_WORDS`, those of the five languages that are no other common word:
    ``"when did the titanic sink"`` is not ``"where did the titanic sink"``; ``"which
@@ -107,7 +104,6 @@ __all__ = [
     "WEAK_NUMBER_WORDS",
     "Disagreement",
     "Wording",
-    "COMPARATIVES",
     "COURTESY_WORDS",
     "MAX_LEFT_OUT",
     "OPPOSITES",
@@ -229,18 +225,6 @@ OPPOSITES: frozenset[frozenset[str]] = frozenset(
 )
 #: The words of :data:`OPPOSITES`.
 RELATION_WORDS: frozenset[str] = frozenset().union(*OPPOSITES)
-#: Words of degree and of order in time that ask something else where the other wording has
-#: none in their place (:func:`_one_sided`): "... describe his performance as above
-#: league-average" is not "... as league-average" (trial 47, MultiHop-RAG's twins answered
-#: "Yes" and "no", merged into one harvest suggestion); "how many more days" is not "how
-#: many days". Not the place words of :data:`OPPOSITES` ("in", "on", "up", "from", "to",
-#: "with": one side's "from" or "in" alone is mostly the same question, "get my w2" / "get
-#: my w2 from") nor "over" / "under" ("over the phone").
-COMPARATIVES: frozenset[str] = frozenset(
-    "above below more less fewer most least before after".split()
-)
-#: What may stand in a one-sided comparative's place (:func:`_one_sided`).
-_RELATION_OR_DEGREE: frozenset[str] = RELATION_WORDS | COMPARATIVES
 #: At most this share of a gold question's content words may be left out by a re-asking
 #: (:func:`known_disagreement`): "when was the university founded" keeps 2 of "... university
 #: medical school founded"'s 4 and asks about another institution.
@@ -755,8 +739,8 @@ def disagreement(a: Wording, b: Wording, semantic: bool = False) -> Disagreement
             return "words"
     if a.asks and b.asks and a.asks != b.asks:
         return "question"
-    if not semantic and (_swapped(a, b) or _one_sided(a, b)):
-        return "words"  # "a refund before / after the deadline"; "as (above) average"
+    if not semantic and _swapped(a, b):
+        return "words"  # "a refund before the deadline", "a refund after the deadline"
     return None
 
 
@@ -824,35 +808,6 @@ def _swapped(live: Wording, gold: Wording) -> bool:
         return False
     theirs = (gold.tokens - live.tokens) & RELATION_WORDS
     return any(frozenset((a, b)) in OPPOSITES for a in mine for b in theirs)
-
-
-def _one_sided(a: Wording, b: Wording) -> bool:
-    """Whether one wording has a word of :data:`COMPARATIVES` the other lacks with nothing
-    in its place (trial 47: "as above league-average" / "as league-average"). In its place:
-    a word of :data:`RELATION_WORDS` or :data:`COMPARATIVES` the first lacks (a near-synonym,
-    "flights under / below 300 dollars"; an opposite is :func:`_swapped`'s) or a token one
-    typing slip from it (:func:`_slip`: "a late bus atfer 7 pm" is "... after 7 pm").
-    Symmetric.
-
-    >>> _one_sided(wording("was his performance above average"),
-    ...            wording("was his performance average"))
-    True
-    >>> _one_sided(wording("who has most followers on instagram"),
-    ...            wording("who has the most followers in the world on instagram"))
-    False
-    >>> _one_sided(wording("is there a bus atfer 7 pm"), wording("is there a bus after 7 pm"))
-    False
-    """
-    for mine, theirs in ((a.tokens, b.tokens), (b.tokens, a.tokens)):
-        alone = (mine - theirs) & COMPARATIVES
-        if not alone:
-            continue
-        instead = theirs - mine
-        if not instead.isdisjoint(_RELATION_OR_DEGREE):
-            continue  # "under" where the other has "below"
-        if any(not any(_slip(word, token) for token in instead) for word in alone):
-            return True
-    return False
 
 
 #: Words that turn what follows into its opposite without being a negation of

@@ -74,17 +74,6 @@ APART = [
     ("transfer money from my savings", "transfer money to my savings", "words"),
     ("turn on the hallway lights", "turn off the hallway lights", "words"),
     ("what time is check in at the hotel", "what time is check out at the hotel", "words"),
-    # trial 47 (MultiHop-RAG, answers "Yes" and "no"): a word of degree or order in time on
-    # one side only, nothing in its place
-    (
-        "Did the Yardbarker article describe Alex Verdugo's offensive performance as above "
-        "league-average, while the Sporting News article reported the 49ers' offense as strong?",
-        "Did the Yardbarker article describe Alex Verdugo's offensive performance as "
-        "league-average, while the Sporting News article reported the 49ers' offense as strong?",
-        "words",
-    ),
-    ("how many more days until the exam", "how many days until the exam", "words"),
-    ("did more students pass this year", "did students pass this year", "words"),
     # French negation without "ne" ("c'est pas"), as Hinglish never writes it (the word
     # before "pas" is no Hinglish word of having)
     ("c'est pas gratuit le parking", "c'est gratuit le parking", "negation"),
@@ -126,12 +115,6 @@ TOGETHER = [
     ("setting up direct deposit", "set up direct deposit"),  # doubled consonant
     ("please reset to factory settings at once", "reset to factory settings"),  # "once": weak
     ("sir is there a late bus atfer 7 pm", "is there a late bus after 7 pm"),  # a function word
-    # a comparative on both sides (NQ-open, same answer); one typed with a slip (the demo log)
-    (
-        "who has most followers on instagram in world",
-        "who has the most followers in the world on instagram",
-    ),
-    ("is there a late bus atfer 7 pm", "is there a bus after 7 pm late"),
     ("both my twins are studynig here", "both my twins are studying here"),  # in an ending
     ("good morning sir hostel fees kab tak bharni hai urgent", "hostel fees kab tak bharni h"),
     ("wen is the odd sem exam", "when is the odd semester exam"),  # chat spellings
