@@ -7,6 +7,7 @@ import base64
 import gzip
 import http.client
 import json
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from service.api import listen
+from service.api import listen, trace_routes
 from service.api.app import create_app
 from service.api.serving import server_config
 from service.api.trace_routes import InflatedTooLarge, partial_success, undo_encoding
@@ -41,7 +42,7 @@ from service.pipeline import Batch
 from service.runtime.process import Runtime
 from service.settings import Settings, load_settings
 from service.traces.assembly import Rejected
-from service.traces.otlp import InvalidSpan, decode_protobuf, encode_json
+from service.traces.otlp import InvalidSpan, TraceDecodeError, decode_protobuf, encode_json
 from service.traces.spans import Span
 from tests.ports import free_port
 
@@ -393,6 +394,7 @@ def test_protobuf_response_and_bad_payloads(server: Server, tmp_path: Path) -> N
     big = server.post(bomb, "application/x-protobuf", **{"content-encoding": "gzip"})
     assert big.status_code == 413  # an OTLP Status too, not a letter (the bytes are not kept)
     assert Status.FromString(big.content).message == "decompressed body over 200000 bytes"
+    assert Status.FromString(big.content).code == 8  # RESOURCE_EXHAUSTED, as the 429
     no_token = httpx.post(server.base + "/v1/traces", content=payload,
                           headers={"content-type": "application/x-protobuf"})  # fmt: skip
     assert no_token.status_code == 401
@@ -495,6 +497,60 @@ def test_undo_encoding_bounds_the_inflated_size(
         assert undo_encoding(body, "gzip", limit) == expected
     assert undo_encoding(body, "identity", limit) == body
     assert undo_encoding(body, "", limit) == body
+
+
+def test_undo_encoding_caps_gzip_members_and_reads_members_across_chunks() -> None:
+    """Review of trial 47's fix: 209,710 empty gzip members (4,194,200 bytes, under the 4 MiB
+    body limit) took 492 s, one inflater and one copy of the rest per member. At most 64
+    members are read; the 65th is a bad_encoding payload, found before reading further. A
+    member larger than the inflater's input chunk (64 KiB) and the member after it are read
+    whole."""
+    empty = gzip.compress(b"", mtime=0)  # 20 bytes: 10 header, 2 deflate, 8 trailer
+    body = empty * 209_710
+    assert len(body) == 4_194_200
+    with pytest.raises(TraceDecodeError) as too_many:
+        undo_encoding(body, "gzip", 4 * 1024 * 1024)
+    assert too_many.value.reason == "bad_encoding"
+    assert too_many.value.detail == "too many gzip members: more than 64 in 4194200 bytes sent"
+    assert undo_encoding(gzip.compress(b"ab") * 64, "gzip", 1000) == b"ab" * 64
+    with pytest.raises(TraceDecodeError, match="more than 64 in 1300 bytes"):
+        undo_encoding(empty * 65, "gzip", 1000)
+    noise = random.Random(47).randbytes(200_000)  # incompressible: a member of > 3 chunks
+    first = gzip.compress(noise)
+    assert len(first) > 3 * 64 * 1024
+    assert undo_encoding(first + gzip.compress(b"tail"), "gzip", 300_000) == noise + b"tail"
+    with pytest.raises(TraceDecodeError, match="cut short: no end of stream in 200000 bytes"):
+        undo_encoding(first[:200_000], "gzip", 300_000)
+
+
+def test_healthz_answers_while_a_body_is_inflated(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of trial 47's fix: a body was inflated on the event loop, so /healthz timed out
+    while it ran. The inflating is held here until /healthz has answered: on the event loop,
+    /healthz could not answer until the hold gave up."""
+    started, release = threading.Event(), threading.Event()
+    gave_up: list[bool] = []
+
+    def held(body: bytes, coding: str, limit: int) -> bytes:
+        started.set()
+        gave_up.append(not release.wait(WAIT_S))
+        return undo_encoding(body, coding, limit)
+
+    monkeypatch.setattr(trace_routes, "undo_encoding", held)
+    payload, _ = _sdk_request()
+    answers: list[httpx.Response] = []
+    gzipped = {"content-encoding": "gzip"}
+    post = threading.Thread(target=lambda: answers.append(
+        server.post(gzip.compress(payload), "application/x-protobuf", **gzipped)))  # fmt: skip
+    post.start()
+    assert started.wait(WAIT_S)
+    health = httpx.get(server.base + "/healthz", timeout=WAIT_S)
+    release.set()
+    post.join(WAIT_S)
+    assert health.status_code == 200
+    assert gave_up == [False]  # /healthz answered while the body was still held
+    assert answers[0].status_code == 200 and len(server.wait_for(1)) == 1
 
 
 def test_partial_success_reports_a_cut_attribute_in_both_encodings(
