@@ -3,7 +3,8 @@
 
 * Request: ``ExportTraceServiceRequest`` as ``application/x-protobuf`` or ``application/json``
   (OTLP/JSON), optionally ``Content-Encoding: gzip``; the bearer token of ``/v1/events``;
-  ``api.max_request_bytes`` bounds the body before and after decompression (413).
+  ``api.max_request_bytes`` bounds the body before and after decompression (413:
+  :func:`undo_encoding`).
 * 200: ``ExportTraceServiceResponse`` in the request's encoding, sent once the kept spans are
   in the state file (a crash after it loses none: ``service/api/trace_ingest.py``); spans
   dropped are counted in ``partial_success.rejected_spans``, and ``error_message`` gives the
@@ -25,15 +26,22 @@
   dead-lettered whole with its reason; or a request with spans none of which can be read:
   each dead-lettered as above. Either
   is counted, as every dead letter of trace ingest, in ``/v1/status`` ``totals.dead_lettered``
-  and ``goldwatch_events_dead_lettered_total``. 415: another content type or encoding; 429
+  and ``goldwatch_events_dead_lettered_total``. A body whose ``Content-Encoding`` cannot be
+  undone is such a payload, reason ``bad_encoding``, its letter the body as sent: 400 when
+  it is not gzip or is cut short, 415 with ``Accept-Encoding: gzip`` for a coding other
+  than gzip (RFC 9110 15.5.16; before session 47 (trial 47) a bad gzip body was a plain
+  400 neither dead-lettered nor counted, a cut one decoded as far as it went). 415: another
+  content type; 429
   with ``Retry-After``: the request's new traces would take the open traces over
   ``traces.assembly.max_open_traces`` (OTLP/HTTP throttling: the exporter waits and sends it
   again; a pipeline that is behind keeps traces open, so this is also its backpressure);
   503 with ``Retry-After``: the dead-letter or state file cannot be written, or the
   pipeline stayed busy. After a 429 or 503 nothing of the request was kept: its dead
   letters are written (and counted) in the checkpoint that stores its spans, and its spans
-  are stored before they join their traces. Error bodies of 400, 429 and 503 are a
-  ``google.rpc.Status`` in the request's encoding, as OTLP asks.
+  are stored before they join their traces. Error bodies of 400, 429 and 503, of the 415 of
+  an encoding and the 413 of a decompressed body are a ``google.rpc.Status`` in the
+  request's encoding, as OTLP asks; their messages hold reason codes, sizes and field paths,
+  never the body.
 """
 
 from __future__ import annotations
@@ -72,6 +80,20 @@ _DROPPED = frozenset({"too_many_spans", "late_span"})
 #: Unreadable spans whose position ``error_message`` names (the rest are counted).
 _LISTED = 3
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 8, 14  # google.rpc.Code
+#: ``Content-Encoding`` values undone before decoding (RFC 9110 8.4.1.3: ``x-gzip`` is gzip).
+_GZIP = frozenset({"gzip", "x-gzip"})
+#: The most gzip members (RFC 1952 2.2) one body may have: an exporter sends one; each
+#: member costs a new inflater, so a body of 209,710 empty members (4 MB) was minutes of CPU
+#: (review of trial 47's fix). More: 400 ``bad_encoding``.
+MAX_GZIP_MEMBERS = 64
+#: Bytes handed to the inflater at a time (its ``unused_data`` copy is at most this).
+_GZIP_CHUNK = 64 * 1024
+#: Content codings of the IANA registry (and the Collector's ``snappy``, ``lz4``, ``zstd``)
+#: a ``bad_encoding`` letter names; any other value is client input, never echoed.
+_REGISTERED_CODINGS = frozenset(
+    {"br", "compress", "x-compress", "deflate", "zstd", "dcb", "dcz", "exi", "pack200-gzip",
+     "aes128gcm", "snappy", "lz4", "zlib"}
+)  # fmt: skip
 
 #: The 200 body in both encodings: OTLP/JSON's ``ExportTraceServiceResponse`` (proto3 JSON
 #: mapping: camelCase names, int64 as a decimal string, empty fields left out) or its
@@ -106,17 +128,77 @@ def _encode(message: Any, media: str, code: int = 200) -> Response:
     return Response(MessageToJson(message, indent=None), status_code=code, media_type=JSON)
 
 
-def _gunzip(body: bytes, limit: int) -> bytes:
-    inflater = zlib.decompressobj(wbits=31)
-    try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, "body is not valid gzip") from None
-    if len(data) > limit or inflater.unconsumed_tail:
-        raise HTTPException(
-            status.HTTP_413_CONTENT_TOO_LARGE, f"decompressed body over {limit} bytes"
+class InflatedTooLarge(Exception):
+    """A gzip body that decompresses to more than ``api.max_request_bytes`` (413)."""
+
+
+class UnsupportedEncoding(TraceDecodeError):
+    """A ``Content-Encoding`` other than ``identity`` and ``gzip`` (415; reason
+    ``bad_encoding``)."""
+
+
+def undo_encoding(body: bytes, coding: str, limit: int) -> bytes:
+    """The payload of a body sent with ``Content-Encoding: coding`` (OTLP/HTTP: a client
+    "MAY gzip the content"; RFC 9110 8.4.1.3: ``x-gzip`` is ``gzip``).
+
+    Args:
+        body: the request's bytes, at most ``limit`` (the body limit of ``service.api.app``).
+        coding: the header's value, stripped and lower-cased; ``""`` or ``identity``: none.
+        limit: the most bytes the decompressed payload may have (``api.max_request_bytes``).
+
+    Returns:
+        The decompressed bytes (every gzip member of the body, RFC 1952 2.2, in order).
+
+    Raises:
+        UnsupportedEncoding: another coding (``br``, ``zstd``, ``deflate``, ...).
+        TraceDecodeError: reason ``bad_encoding``: the body is not gzip, ends before its
+            end of stream (cut short), has bytes after it that are not gzip, or has more
+            than :data:`MAX_GZIP_MEMBERS` members. The detail
+            holds sizes and the coding's name when it is a registered one, never the body.
+        InflatedTooLarge: the payload would be over ``limit`` bytes (a "gzip bomb": at
+            most ``limit + 1`` bytes are ever inflated).
+    """
+    if coding in ("", "identity"):
+        return body
+    if coding not in _GZIP:
+        name = f"'{coding}'" if coding in _REGISTERED_CODINGS else "unregistered"
+        raise UnsupportedEncoding(
+            "bad_encoding", f"Content-Encoding {name} is not supported: send gzip or none"
         )
-    return data
+    payload = bytearray()
+    view = memoryview(body)  # members are read at an offset: no copy of the rest per member
+    offset, member = 0, 0
+    while True:
+        if member == MAX_GZIP_MEMBERS:
+            raise TraceDecodeError(
+                "bad_encoding",
+                f"too many gzip members: more than {MAX_GZIP_MEMBERS} in {len(body)} bytes sent",
+            )
+        inflater = zlib.decompressobj(wbits=31)  # gzip header and trailer, CRC-32 checked
+        start = offset
+        while not inflater.eof:
+            if offset >= len(body):
+                raise TraceDecodeError(
+                    "bad_encoding",
+                    f"gzip body cut short: no end of stream in {len(body)} bytes sent "
+                    f"({len(payload)} decompressed)",
+                )
+            chunk = view[offset : offset + _GZIP_CHUNK]  # unused_data stays under a chunk
+            try:
+                payload += inflater.decompress(chunk, limit + 1 - len(payload))
+            except zlib.error:
+                where = "body" if member == 0 else (
+                    f"{len(body) - start} bytes after gzip member {member}")  # fmt: skip
+                raise TraceDecodeError(
+                    "bad_encoding", f"{where} not valid gzip ({len(body)} bytes sent)"
+                ) from None
+            if len(payload) > limit or inflater.unconsumed_tail:
+                raise InflatedTooLarge(f"decompressed body over {limit} bytes")
+            offset += len(chunk)
+        offset -= len(inflater.unused_data)  # the next member's first bytes, read again
+        member += 1
+        if offset >= len(body):
+            return bytes(payload)
 
 
 @router.post(
@@ -127,8 +209,8 @@ def _gunzip(body: bytes, limit: int) -> bytes:
             "content": EXPORT_RESPONSE_CONTENT,
         },
         400: {
-            "description": "undecodable payload, or no span of it readable (dead-lettered); "
-            "google.rpc.Status"
+            "description": "undecodable payload (bad_encoding: not gzip or cut short), or no "
+            "span of it readable (dead-lettered); google.rpc.Status"
         },
         401: {"description": "no bearer token"},
         403: {"description": "wrong token, or ingest disabled"},
@@ -136,7 +218,11 @@ def _gunzip(body: bytes, limit: int) -> bytes:
             "description": "body (or decompressed body) too large, or more traces than "
             "traces.assembly.max_open_traces"
         },
-        415: {"description": "not application/x-protobuf or application/json, or not gzip"},
+        415: {
+            "description": "not application/x-protobuf or application/json; or a "
+            "Content-Encoding other than gzip (dead-lettered, bad_encoding; google.rpc.Status, "
+            "Accept-Encoding: gzip)"
+        },
         429: {
             "description": "the open traces are full (nothing kept): retry after "
             "Retry-After; google.rpc.Status"
@@ -154,25 +240,31 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in (PROTOBUF, JSON):
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, f"use {PROTOBUF} or {JSON}")
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("identity", "gzip"):
-        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "use gzip or no encoding")
+    coding = request.headers.get("content-encoding", "").strip().lower()
     traces = get_traces(request)
     body = await request.body()
-    if encoding == "gzip":
-        body = _gunzip(body, traces.runtime.settings.api.max_request_bytes)
-    try:
-        decoded = decode_protobuf_request(body) if media == PROTOBUF else decode_json_request(body)
-    except TraceDecodeError as exc:
+    payload = body
+    decode = decode_protobuf_request if media == PROTOBUF else decode_json_request
+    try:  # CPU-bound (inflating, parsing up to the body limit): off the event loop
+        if coding not in ("", "identity"):
+            limit = traces.runtime.settings.api.max_request_bytes
+            payload = await run_in_threadpool(undo_encoding, body, coding, limit)
+        decoded = await run_in_threadpool(decode, payload)
+    except InflatedTooLarge as exc:
+        return _encode(Status(code=_RESOURCE_EXHAUSTED, message=str(exc)), media, 413)
+    except TraceDecodeError as exc:  # bad_encoding: the body as sent; else the payload
         traces.metrics.payloads_rejected.labels(reason=exc.reason).inc()
+        letter = dead_letter(payload, exc.reason, exc.detail)
         try:  # written, then counted in the totals (dead_lettered by reason)
-            await run_in_threadpool(
-                traces.runtime.ingest, [], None, [dead_letter(body, exc.reason, exc.detail)]
-            )
+            await run_in_threadpool(traces.runtime.ingest, [], None, [letter])
         except IngestUnavailable as unavailable:
             return _unavailable(_not_durable(unavailable), media)
         except EngineBusy:
             return _unavailable("pipeline busy", media)
+        if isinstance(exc, UnsupportedEncoding):  # RFC 9110 15.5.16: say what is accepted
+            response = _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 415)
+            response.headers["Accept-Encoding"] = "gzip"
+            return response
         return _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 400)
     try:
         rejected = await run_in_threadpool(
@@ -195,7 +287,7 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
         message = answer.partial_success.error_message
         return _encode(Status(code=_INVALID_ARGUMENT, message=message), media, 400)
     if media == JSON and not decoded.spans and not decoded.invalid:
-        unknown = unknown_keys(body)
+        unknown = unknown_keys(payload)
         if unknown:  # OTLP's warning form: a 200, nothing rejected, a message
             answer.partial_success.error_message = (
                 f"no span: the request has no resourceSpans, only {unknown} top-level "

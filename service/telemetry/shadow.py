@@ -100,7 +100,7 @@ class ShadowMetrics:
     goldwatch_known_questions_total                   counter   retriever
     goldwatch_known_recall                            summary   retriever (recall@k)
     goldwatch_known_refusals_total                    counter   kind
-    goldwatch_acl_violations_total                    counter   retriever, role (events)
+    goldwatch_acl_violations_total                    counter   retriever, role (events; 0 at start)
     goldwatch_acl_leaks_total                         counter   retriever, role (events)
     ================================================= ========= ============================
 
@@ -440,6 +440,12 @@ def build_shadow_metrics(
     for name in dict.fromkeys([*candidates, PRODUCTION]):
         metrics.known_questions.labels(retriever=name)
         metrics.known_recall.labels(retriever=name)
+        # At 0 for every ACL role (and ``other``: a role no ACL names) when the corpus has
+        # ACLs: a first violation is then an increase the ACLViolation alert sees, also after
+        # a restart on the same target, where the series of the last run hides a first
+        # sighting (review of trial 47 LOW 4's fix). ``unknown`` (no role) is never checked.
+        for role in dict.fromkeys([*role_labels, OTHER]) if role_labels else ():
+            metrics.acl_violations.labels(retriever=name, role=role)
     for name in candidates:
         for outcome in SHADOW_OUTCOMES:
             metrics.offers.labels(retriever=name, outcome=outcome)

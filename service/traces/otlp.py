@@ -25,6 +25,8 @@ readable envelope and set the others apart as :class:`InvalidSpan` (OTLP's parti
 ``POST /v1/traces`` keeps the valid spans of a request), with their dead letters
 (:class:`UnreadableLetter`, bounded by the payload's size: :func:`unreadable_letters`).
 :func:`decode_protobuf` and :func:`decode_json` raise on the first unreadable span instead.
+``bad_encoding`` is a body whose ``Content-Encoding`` cannot be undone (not gzip, cut short,
+another coding: ``service.api.trace_routes.undo_encoding``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ from service.errors import GoldwatchError
 from service.traces.spans import Attributes, Span, SpanEvent
 
 #: Every reason :class:`TraceDecodeError` carries (a bounded metric label).
-REASONS: tuple[str, ...] = ("not_protobuf", "not_utf8", "not_json", "wrong_type", "invalid_value")
+REASONS: tuple[str, ...] = (
+    "not_protobuf", "not_utf8", "not_json", "wrong_type", "invalid_value", "bad_encoding",
+)  # fmt: skip
 #: Largest value an OTLP 64-bit unsigned field (timestamps) may hold.
 _U64_MAX = 2**64 - 1
 _I64 = (-(2**63), 2**63 - 1)

@@ -310,6 +310,36 @@ def test_shadow_metrics_export_a_stage_batch() -> None:
     assert value("goldwatch_shadow_breaker_opened_total", {"retriever": "cand"}) == 1
 
 
+def test_acl_violation_series_start_at_zero_for_each_retriever_and_role() -> None:
+    """Review of trial 47 LOW 4's fix: a first violation after a restart on the same target
+    made a new series at 1 that the last run's series hid from ACLViolation. Every live
+    retriever label (the candidates and ``production``, never ``prod``) times every ACL role
+    and ``other`` starts at 0; without ACLs there is none (no violation can happen)."""
+    from service.telemetry import build_shadow_metrics
+
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(
+        registry, candidates=["mine"], production="prod", role_labels=["staff", "student"]
+    )
+    text = generate_latest(registry).decode()
+    series = re.findall(r"(?m)^goldwatch_acl_violations_total\{(.*)\} 0\.0$", text)
+    assert sorted(series) == sorted(
+        f'retriever="{name}",role="{role}"'
+        for name in ("mine", "production") for role in ("staff", "student", "other")
+    )  # fmt: skip
+    metrics.observe_quality({"acl_violations": [
+        {"retriever": "production", "role": "student", "events": 2, "passages": 3}]})  # fmt: skip
+    assert (
+        registry.get_sample_value(
+            "goldwatch_acl_violations_total", {"retriever": "production", "role": "student"}
+        )
+        == 2
+    )
+    bare = CollectorRegistry()
+    build_shadow_metrics(bare, candidates=["mine"])
+    assert "goldwatch_acl_violations_total{" not in generate_latest(bare).decode()
+
+
 def test_known_question_series_carry_one_production_label() -> None:
     """Trial 15 (shadow.production ``prod``, an entrypoint retriever): /metrics had
     ``goldwatch_known_*{retriever="prod"}`` always 0 next to ``retriever="production"``, two

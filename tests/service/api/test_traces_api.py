@@ -7,6 +7,7 @@ import base64
 import gzip
 import http.client
 import json
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -32,16 +33,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from service.api import listen
+from service.api import listen, trace_routes
 from service.api.app import create_app
 from service.api.serving import server_config
-from service.api.trace_routes import partial_success
+from service.api.trace_routes import InflatedTooLarge, partial_success, undo_encoding
 from service.events import Answer, QueryLogEvent, Retrieval, RetrievedPassage, User
 from service.pipeline import Batch
 from service.runtime.process import Runtime
 from service.settings import Settings, load_settings
 from service.traces.assembly import Rejected
-from service.traces.otlp import InvalidSpan, decode_protobuf, encode_json
+from service.traces.otlp import InvalidSpan, TraceDecodeError, decode_protobuf, encode_json
 from service.traces.spans import Span
 from tests.ports import free_port
 
@@ -390,23 +391,166 @@ def test_protobuf_response_and_bad_payloads(server: Server, tmp_path: Path) -> N
         == 415
     )
     bomb = gzip.compress(b"\0" * 300_000)  # 300 kB inflated, over max_request_bytes (200 kB)
-    assert (
-        server.post(bomb, "application/x-protobuf", **{"content-encoding": "gzip"}).status_code
-        == 413
-    )
+    big = server.post(bomb, "application/x-protobuf", **{"content-encoding": "gzip"})
+    assert big.status_code == 413  # an OTLP Status too, not a letter (the bytes are not kept)
+    assert Status.FromString(big.content).message == "decompressed body over 200000 bytes"
+    assert Status.FromString(big.content).code == 8  # RESOURCE_EXHAUSTED, as the 429
     no_token = httpx.post(server.base + "/v1/traces", content=payload,
                           headers={"content-type": "application/x-protobuf"})  # fmt: skip
     assert no_token.status_code == 401
     dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
-    assert [row["reason"] for row in dlq] == ["not_protobuf", "wrong_type"]
+    assert [row["reason"] for row in dlq] == ["not_protobuf", "wrong_type", "bad_encoding"]
     metrics = httpx.get(server.base + "/metrics").text
     assert 'goldwatch_trace_payloads_rejected_total{reason="not_protobuf"} 1.0' in metrics
     # in the totals and counter every dead letter goes to
     totals = httpx.get(server.base + "/v1/status").json()["totals"]
-    assert totals["dead_lettered"] == {"not_protobuf": 1, "wrong_type": 1}
+    assert totals["dead_lettered"] == {"not_protobuf": 1, "wrong_type": 1, "bad_encoding": 1}
     assert 'goldwatch_events_dead_lettered_total{reason="not_protobuf",source="http"} 1.0' in (
         metrics
     )
+
+
+def test_undecodable_encodings_are_dead_lettered_with_the_bytes_sent(
+    server: Server, tmp_path: Path
+) -> None:
+    """Trial 47 MEDIUM 2: a body whose Content-Encoding cannot be undone is an undecodable
+    payload like any other: an OTLP Status (400, or 415 with Accept-Encoding for another
+    coding), one bad_encoding letter holding the bytes as sent, counted in the totals and
+    both counters; nothing of the body in the answer. A gzip body of two members (RFC 1952
+    2.2) is read whole."""
+    payload, _ = _sdk_request()  # three spans of one trace, protobuf
+    marker = b"zq-planted-7731"
+    marked = json.dumps({"resourceSpans": [], "note": marker.decode() * 40}).encode()
+    whole = gzip.compress(marked)
+    member = gzip.compress(payload)
+    sent = {
+        "not gzip": (b"notgzip", "gzip", "application/json"),
+        # the 8-byte trailer (CRC-32, size) and 12 bytes of deflate data cut off
+        "cut short": (whole[:-20], "gzip", "application/json"),
+        "trailing bytes": (member + b"garbage", "x-gzip", "application/x-protobuf"),
+        "brotli": (payload, "br", "application/x-protobuf"),
+        "made up": (payload, "x-" + marker.decode(), "application/json"),
+    }
+    answers = {name: server.post(body, media, **{"content-encoding": coding})
+               for name, (body, coding, media) in sent.items()}  # fmt: skip
+    assert {name: answer.status_code for name, answer in answers.items()} == {
+        "not gzip": 400, "cut short": 400, "trailing bytes": 400, "brotli": 415, "made up": 415,
+    }  # fmt: skip
+    assert answers["not gzip"].json() == {
+        "code": 3, "message": "bad_encoding: body not valid gzip (7 bytes sent)"}  # fmt: skip
+    cut = answers["cut short"].json()["message"]
+    assert cut.startswith(
+        f"bad_encoding: gzip body cut short: no end of stream in {len(whole) - 20}"
+    )
+    trailing = Status.FromString(answers["trailing bytes"].content)
+    assert trailing.message == (
+        f"bad_encoding: 7 bytes after gzip member 1 not valid gzip ({len(member) + 7} bytes sent)"
+    )
+    brotli = Status.FromString(answers["brotli"].content)
+    assert brotli.message == (
+        "bad_encoding: Content-Encoding 'br' is not supported: send gzip or none"
+    )
+    assert answers["brotli"].headers["accept-encoding"] == "gzip"
+    assert answers["made up"].json()["message"] == (
+        "bad_encoding: Content-Encoding unregistered is not supported: send gzip or none"
+    )
+    for answer in answers.values():  # no byte of a body (or of a made-up header) echoed
+        assert marker not in answer.content and b"notgzip" not in answer.content
+    dlq = [json.loads(line) for line in (tmp_path / "goldwatch.dlq.jsonl").open()]
+    assert [row["reason"] for row in dlq] == ["bad_encoding"] * 5
+    assert [base64.b64decode(row["value_b64"]) for row in dlq] == [
+        body for body, _, _ in sent.values()
+    ]
+    totals = httpx.get(server.base + "/v1/status").json()["totals"]
+    assert (totals["consumed"], totals["dead_lettered"]) == (5, {"bad_encoding": 5})
+    metrics = httpx.get(server.base + "/metrics").text
+    assert 'goldwatch_trace_payloads_rejected_total{reason="bad_encoding"} 5.0' in metrics
+    assert 'goldwatch_events_dead_lettered_total{reason="bad_encoding",source="http"} 5.0' in (
+        metrics
+    )
+    # two gzip members, each half of the protobuf request: one request, its trace kept
+    half = len(payload) // 2
+    two = gzip.compress(payload[:half]) + gzip.compress(payload[half:])
+    ok = server.post(two, "application/x-protobuf", **{"content-encoding": "gzip"})
+    assert ok.status_code == 200
+    assert ExportTraceServiceResponse.FromString(ok.content) == ExportTraceServiceResponse()
+    assert len(server.wait_for(1)) == 1
+
+
+@pytest.mark.parametrize(
+    ("chunks", "limit", "expected"),
+    [
+        ([b"a" * 10], 10, b"a" * 10),  # exactly the limit
+        ([b"a" * 11], 10, None),  # one byte over
+        ([b"a" * 6, b"b" * 4], 10, b"a" * 6 + b"b" * 4),  # two members, 10 in all
+        ([b"a" * 6, b"b" * 5], 10, None),  # two members, 11 in all
+    ],
+)
+def test_undo_encoding_bounds_the_inflated_size(
+    chunks: list[bytes], limit: int, expected: bytes | None
+) -> None:
+    body = b"".join(gzip.compress(chunk) for chunk in chunks)
+    if expected is None:
+        with pytest.raises(InflatedTooLarge, match=f"over {limit} bytes"):
+            undo_encoding(body, "gzip", limit)
+    else:
+        assert undo_encoding(body, "gzip", limit) == expected
+    assert undo_encoding(body, "identity", limit) == body
+    assert undo_encoding(body, "", limit) == body
+
+
+def test_undo_encoding_caps_gzip_members_and_reads_members_across_chunks() -> None:
+    """Review of trial 47's fix: 209,710 empty gzip members (4,194,200 bytes, under the 4 MiB
+    body limit) took 492 s, one inflater and one copy of the rest per member. At most 64
+    members are read; the 65th is a bad_encoding payload, found before reading further. A
+    member larger than the inflater's input chunk (64 KiB) and the member after it are read
+    whole."""
+    empty = gzip.compress(b"", mtime=0)  # 20 bytes: 10 header, 2 deflate, 8 trailer
+    body = empty * 209_710
+    assert len(body) == 4_194_200
+    with pytest.raises(TraceDecodeError) as too_many:
+        undo_encoding(body, "gzip", 4 * 1024 * 1024)
+    assert too_many.value.reason == "bad_encoding"
+    assert too_many.value.detail == "too many gzip members: more than 64 in 4194200 bytes sent"
+    assert undo_encoding(gzip.compress(b"ab") * 64, "gzip", 1000) == b"ab" * 64
+    with pytest.raises(TraceDecodeError, match="more than 64 in 1300 bytes"):
+        undo_encoding(empty * 65, "gzip", 1000)
+    noise = random.Random(47).randbytes(200_000)  # incompressible: a member of > 3 chunks
+    first = gzip.compress(noise)
+    assert len(first) > 3 * 64 * 1024
+    assert undo_encoding(first + gzip.compress(b"tail"), "gzip", 300_000) == noise + b"tail"
+    with pytest.raises(TraceDecodeError, match="cut short: no end of stream in 200000 bytes"):
+        undo_encoding(first[:200_000], "gzip", 300_000)
+
+
+def test_healthz_answers_while_a_body_is_inflated(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of trial 47's fix: a body was inflated on the event loop, so /healthz timed out
+    while it ran. The inflating is held here until /healthz has answered: on the event loop,
+    /healthz could not answer until the hold gave up."""
+    started, release = threading.Event(), threading.Event()
+    gave_up: list[bool] = []
+
+    def held(body: bytes, coding: str, limit: int) -> bytes:
+        started.set()
+        gave_up.append(not release.wait(WAIT_S))
+        return undo_encoding(body, coding, limit)
+
+    monkeypatch.setattr(trace_routes, "undo_encoding", held)
+    payload, _ = _sdk_request()
+    answers: list[httpx.Response] = []
+    gzipped = {"content-encoding": "gzip"}
+    post = threading.Thread(target=lambda: answers.append(
+        server.post(gzip.compress(payload), "application/x-protobuf", **gzipped)))  # fmt: skip
+    post.start()
+    assert started.wait(WAIT_S)
+    health = httpx.get(server.base + "/healthz", timeout=WAIT_S)
+    release.set()
+    post.join(WAIT_S)
+    assert health.status_code == 200
+    assert gave_up == [False]  # /healthz answered while the body was still held
+    assert answers[0].status_code == 200 and len(server.wait_for(1)) == 1
 
 
 def test_partial_success_reports_a_cut_attribute_in_both_encodings(
