@@ -176,6 +176,8 @@ def test_a_clean_stop_keeps_open_traces_and_the_restart_completes_them(
     assert first.capture.events == [_expected_event(b)]
     assert first.metric("goldwatch_traces_assembled_total", why="flushed") == 0
     kept = [r.getMessage() for r in caplog.records if "at stop" in r.getMessage()]
+    # at the default level (WARNING; trial t47 LOW 2: before, only with ``goldwatch -v``)
+    assert [r.levelname for r in caplog.records if "at stop" in r.getMessage()] == ["WARNING"]
     assert kept == [f"trace ingest: kept 1 open traces ({len(a_kids)} spans) in the state "
                     "file at stop; the next start restores them (their settle time and "
                     "timeout run from their spans' arrival, also while stopped)"]  # fmt: skip
