@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service import __version__
 from service.api import status_page
+from service.api.deps import MUTATING_METHODS, require_token
 from service.api.harvest_routes import router as harvest_router
 from service.api.routes import router
 from service.api.shadow_routes import router as shadow_router
@@ -78,6 +79,9 @@ def create_app(
         rt = runtime or Runtime(settings)
         app.state.runtime = rt
         app.state.harvest = None
+        #: Set once the pipeline is built AND started (harvest, consumer, trace ticker): what
+        #: StartGate and /readyz read, so no route answers from a half-started process.
+        app.state.started = threading.Event()
         switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL_S))
         # the pending spans come back first: acknowledged ones (also while loading) join them
@@ -87,6 +91,7 @@ def create_app(
             app.state.harvest = _labelling(settings, rt)
             rt.start()
             app.state.traces.start()
+            app.state.started.set()
 
         loader: threading.Thread | None = None
         if rt.loaded.is_set():
@@ -155,22 +160,43 @@ EARLY_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/traces", "/docs
 
 
 class StartGate:
-    """While the runtime's deferred load runs (``serve``), answer 503 ``starting`` with
-    ``Retry-After: 5`` on every path but :data:`EARLY_PATHS`: the reports, events and
-    suggestions need the pipeline. Plain ASGI (see :class:`BodyLimit`)."""
+    """Until the deferred load has built and started the pipeline (``serve``: the app's
+    ``started`` event, set after the consumer and the trace ticker started), answer 503
+    ``starting`` with ``Retry-After: 5`` on every path but :data:`EARLY_PATHS`: the reports,
+    events and suggestions need the pipeline. A mutating request is authenticated first
+    (:func:`~service.api.deps.require_token`: 401 without a token, 403 with a wrong one), as
+    once started. The 503's detail never carries the load's error text (nor does ``/readyz``'s:
+    both answer unauthenticated clients; the log and serve's exit message say it). Plain ASGI
+    (see :class:`BodyLimit`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] not in EARLY_PATHS:
-            runtime = getattr(scope["app"].state, "runtime", None)
-            if runtime is not None and not runtime.loaded.is_set():
-                response = _problem(503, "starting", runtime.starting_reason())
-                response.headers["Retry-After"] = "5"
+            state = scope["app"].state
+            runtime = getattr(state, "runtime", None)
+            started = getattr(state, "started", None)
+            if runtime is not None and started is not None and not started.is_set():
+                response = _start_gate_answer(scope, runtime)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _start_gate_answer(scope: Scope, runtime: Runtime) -> Response:
+    """StartGate's answer: the token check's 401/403 for a mutating request, else 503."""
+    if scope["method"] in MUTATING_METHODS:
+        try:
+            require_token(Request(scope), runtime)
+        except StarletteHTTPException as exc:
+            refused = _problem(exc.status_code, _error_code(exc.status_code), str(exc.detail))
+            for key, value in (exc.headers or {}).items():
+                refused.headers[key] = value
+            return refused
+    response = _problem(503, "starting", runtime.starting_reason())
+    response.headers["Retry-After"] = "5"
+    return response
 
 
 class HeadAsGet:

@@ -587,9 +587,11 @@ class Runtime:
 
     def starting_reason(self) -> str:
         """Why the process is not ready before its pipeline is built: loading, or the load
-        failed (then the process is stopping)."""
+        failed (then the process is stopping). The failure's text is not in it (unauthenticated
+        clients read this on ``/readyz`` and the 503 ``starting``): the log and serve's exit
+        message say it."""
         if self.load_error is not None:
-            return f"start-up failed: {self.load_error}"
+            return "start-up failed: the pipeline could not be loaded (the log says why); stopping"
         return ("starting: the pipeline is loading (POST /v1/traces acknowledges spans into "
                 "the state file meanwhile; they are assembled once it is ready)")  # fmt: skip
 
