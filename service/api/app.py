@@ -10,9 +10,11 @@ limit is plain ASGI (no extra event-loop turns per request).
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
 import typing
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -30,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service import __version__
 from service.api import status_page
+from service.api.deps import MUTATING_METHODS, require_token
 from service.api.harvest_routes import router as harvest_router
 from service.api.routes import router
 from service.api.shadow_routes import router as shadow_router
@@ -48,10 +51,24 @@ from service.settings import Settings
 #: throughput unchanged within noise (forced switches happen only while a thread waits).
 SWITCH_INTERVAL_S = 0.001
 
+_log = logging.getLogger("goldwatch")
 
-def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
+
+def create_app(
+    settings: Settings,
+    runtime: Runtime | None = None,
+    on_load_failed: Callable[[], None] = lambda: None,
+) -> FastAPI:
     """Build the app. The runtime (engine, state, source thread) is created at start-up
-    unless one is given (tests), started in the lifespan and stopped on shutdown.
+    unless one is given (tests, serve), started in the lifespan and stopped on shutdown.
+
+    A runtime given with its load deferred (``Runtime(settings, defer=True)``: ``serve``) is
+    loaded on a thread once the lifespan started, so the port answers at once: ``/healthz``,
+    ``/metrics``, ``/readyz`` (503 until loaded) and ``POST /v1/traces`` (spans acknowledged
+    into the state file, :mod:`service.api.trace_ingest`); every other route answers 503
+    ``starting`` with ``Retry-After`` meanwhile (:class:`StartGate`). When the load fails,
+    :attr:`Runtime.load_error <service.runtime.process.Runtime.load_error>` says why and
+    ``on_load_failed`` is called (serve stops itself and exits 2).
 
     Raises:
         service.state.StateError: at start-up, when the state file is unusable.
@@ -61,15 +78,34 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or Runtime(settings)
         app.state.runtime = rt
-        app.state.harvest = _labelling(settings, rt)
+        app.state.harvest = None
+        #: Set once the pipeline is built AND started (harvest, consumer, trace ticker): what
+        #: StartGate and /readyz read, so no route answers from a half-started process.
+        app.state.started = threading.Event()
         switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL_S))
+        # the pending spans come back first: acknowledged ones (also while loading) join them
         app.state.traces = TraceIngest(rt, rt.trace_metrics)
-        rt.start()
-        app.state.traces.start()
+
+        def finish_start() -> None:
+            app.state.harvest = _labelling(settings, rt)
+            rt.start()
+            app.state.traces.start()
+            app.state.started.set()
+
+        loader: threading.Thread | None = None
+        if rt.loaded.is_set():
+            finish_start()
+        else:  # serve: the port answers now, the pipeline is built on a thread
+            loader = threading.Thread(target=_load, args=(rt, finish_start, on_load_failed),
+                                      name="goldwatch-load", daemon=True)  # fmt: skip
+            loader.start()
         try:
             yield
         finally:
+            # a stop while loading does not wait for the load (a rollout stopping a pod that
+            # is not ready): the spans acknowledged meanwhile are in the state file, which
+            # rt.stop() closes; the abandoned load ends with the process
             app.state.traces.stop()  # due traces through the pipeline; the rest stay in the state
             rt.stop()
             sys.setswitchinterval(switch_interval)
@@ -88,8 +124,79 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     _add_metrics_route(app)
     _add_body_limit(app, settings.api.max_request_bytes, settings.api.max_header_bytes)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(StartGate)
     _add_error_handlers(app)
     return app
+
+
+def _load(runtime: Runtime, then: Callable[[], None], failed: Callable[[], None]) -> None:
+    """Run a deferred :meth:`Runtime.load`, then ``then`` (start the consumer and the trace
+    ticker); on failure record :attr:`Runtime.load_error` (the message of the failures the
+    constructor raises; else the type only, as the consumer's errors), log it and call
+    ``failed``. After a stop (the runtime's ``stop_event``: the process is stopping while it
+    loads) nothing is started and a failure (the stop closed the state file) is not one."""
+    from service.errors import describe_error
+    from service.state import StateError
+
+    try:
+        runtime.load()
+        if not runtime.stop_event.is_set():
+            then()
+        return
+    except (StateError, ValueError, OSError) as exc:
+        error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - logged; the process stops
+        error = describe_error(exc)
+    if runtime.stop_event.is_set():
+        return
+    runtime.load_error = error
+    _log.error("the pipeline could not be loaded (%s); stopping", error)
+    failed()
+
+
+#: Paths that answer while a deferred load runs (everything else: 503 ``starting``).
+EARLY_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/traces", "/docs",
+                         "/docs/oauth2-redirect", "/redoc", "/openapi.json"})  # fmt: skip
+
+
+class StartGate:
+    """Until the deferred load has built and started the pipeline (``serve``: the app's
+    ``started`` event, set after the consumer and the trace ticker started), answer 503
+    ``starting`` with ``Retry-After: 5`` on every path but :data:`EARLY_PATHS`: the reports,
+    events and suggestions need the pipeline. A mutating request is authenticated first
+    (:func:`~service.api.deps.require_token`: 401 without a token, 403 with a wrong one), as
+    once started. The 503's detail never carries the load's error text (nor does ``/readyz``'s:
+    both answer unauthenticated clients; the log and serve's exit message say it). Plain ASGI
+    (see :class:`BodyLimit`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in EARLY_PATHS:
+            state = scope["app"].state
+            runtime = getattr(state, "runtime", None)
+            started = getattr(state, "started", None)
+            if runtime is not None and started is not None and not started.is_set():
+                response = _start_gate_answer(scope, runtime)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _start_gate_answer(scope: Scope, runtime: Runtime) -> Response:
+    """StartGate's answer: the token check's 401/403 for a mutating request, else 503."""
+    if scope["method"] in MUTATING_METHODS:
+        try:
+            require_token(Request(scope), runtime)
+        except StarletteHTTPException as exc:
+            refused = _problem(exc.status_code, _error_code(exc.status_code), str(exc.detail))
+            for key, value in (exc.headers or {}).items():
+                refused.headers[key] = value
+            return refused
+    response = _problem(503, "starting", runtime.starting_reason())
+    response.headers["Retry-After"] = "5"
+    return response
 
 
 class HeadAsGet:

@@ -49,9 +49,14 @@ def healthz() -> Health:
     responses={503: {"model": Readiness}},
     tags=["ops"],
 )
-def readyz(runtime: RuntimeDep) -> Any:
-    """Ready when the configuration and state are loaded and the source is open / assigned."""
-    ready, reasons = runtime.ready()
+def readyz(request: Request, runtime: RuntimeDep) -> Any:
+    """Ready when the pipeline is built and started, the state open and the source open /
+    assigned; 503 ``starting: …`` while ``serve`` loads the pipeline."""
+    started = getattr(request.app.state, "started", None)
+    if started is not None and not started.is_set():  # loaded, or not: not started yet
+        ready, reasons = False, [runtime.starting_reason()]
+    else:
+        ready, reasons = runtime.ready()
     body = Readiness(ready=ready, reasons=reasons)
     if ready:
         return body

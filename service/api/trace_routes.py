@@ -260,7 +260,7 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
         except IngestUnavailable as unavailable:
             return _unavailable(_not_durable(unavailable), media)
         except EngineBusy:
-            return _unavailable("pipeline busy", media)
+            return _unavailable(_busy(traces), media)
         if isinstance(exc, UnsupportedEncoding):  # RFC 9110 15.5.16: say what is accepted
             response = _encode(Status(code=_INVALID_ARGUMENT, message=str(exc)), media, 415)
             response.headers["Accept-Encoding"] = "gzip"
@@ -279,7 +279,7 @@ async def post_traces(request: Request, _: TokenDep) -> Response:
     except IngestUnavailable as exc:  # dead letters, spans or totals not durable: nothing kept
         return _unavailable(_not_durable(exc), media)
     except EngineBusy:
-        return _unavailable("pipeline busy", media)
+        return _unavailable(_busy(traces), media)
     except StateError:  # the spans are not durable: nothing kept
         return _unavailable("cannot write state", media)
     answer = partial_success(rejected, decoded.invalid)
@@ -359,6 +359,12 @@ def _not_durable(exc: IngestUnavailable) -> str:
     if isinstance(exc.__context__, OSError):
         return "cannot write dead letters"
     return "cannot write state"
+
+
+def _busy(traces: TraceIngest) -> str:
+    """The 503 message when the pipeline could not take a request: still loading (serve's
+    start: spans that need no counting are acknowledged meanwhile), or busy."""
+    return "pipeline busy" if traces.runtime.loaded.is_set() else "starting: pipeline loading"
 
 
 def _unavailable(message: str, media: str) -> Response:

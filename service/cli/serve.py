@@ -59,7 +59,10 @@ def serve_command(config: Path | None, host: str | None, port: int | None) -> No
 
 
 def _serve(settings: Settings, sock: socket.socket) -> None:
-    """Start the runtime and serve on the bound socket until SIGTERM/SIGINT.
+    """Start the runtime and serve on the bound socket until SIGTERM/SIGINT. The state file
+    is opened first, then the port answers while the pipeline loads on a thread
+    (:func:`service.api.app.create_app`: ``POST /v1/traces`` acknowledges spans into the
+    state file meanwhile, ``/readyz`` says 503 until the pipeline is ready).
 
     Returns (exit status 0) after a clean stop: uvicorn would re-raise the signal and end
     with -15/143 (:mod:`service.api.serving`). Exits 2 when the runtime cannot be built or
@@ -77,12 +80,18 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
     problems += dead_letter_problems(settings)
     if problems:
         _fail("; ".join(problems))
-    try:
-        runtime = Runtime(settings)
+    try:  # the state file now; the pipeline on a thread once the port answers
+        runtime = Runtime(settings, defer=True)
     except (StateError, ValueError, OSError) as exc:
         _fail(str(exc))
         return
-    app = create_app(settings, runtime)
+    stopping: list[GracefulServer] = []
+
+    def load_failed() -> None:  # the loader thread: stop serving, exit 2 below
+        for server in stopping:
+            server.should_exit = True
+
+    app = create_app(settings, runtime, on_load_failed=load_failed)
     click.echo(
         f"goldwatch {__version__}: source {settings.source.kind}; API, docs and metrics on "
         f"http://{settings.api.host}:{settings.api.port} (/docs, /metrics, /v1/status)",
@@ -93,12 +102,20 @@ def _serve(settings: Settings, sock: socket.socket) -> None:
     server = GracefulServer(server_config(
         app, settings.api, log_level="warning", timeout_graceful_shutdown=20, lifespan="on"
     ))  # fmt: skip
+    stopping.append(server)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
+    if runtime.load_error is not None:
+        _fail(runtime.load_error)
     if not server.started:
         _fail("the service did not start (the log above says why)")
+    if not runtime.loaded.is_set():  # stopped while the pipeline was loading
+        click.echo("goldwatch: stopped before the service started (nothing was consumed; "
+                   "spans acknowledged on /v1/traces meanwhile are in the state file)",
+                   err=True)  # fmt: skip
+        return
     problem = shutdown_problem(server, runtime)
     if problem is not None:
         click.echo(f"goldwatch: error: stopped, but not cleanly: {problem}", err=True)

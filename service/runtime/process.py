@@ -182,8 +182,15 @@ class Runtime:
         settings: Settings,
         registry: CollectorRegistry | None = None,
         stages: Sequence[Stage] = (),
+        *,
+        defer: bool = False,
     ) -> None:
         self.settings = settings
+        self._stages = tuple(stages)
+        #: Set once :meth:`load` built the pipeline (at once unless ``defer``).
+        self.loaded = threading.Event()
+        #: Why a deferred :meth:`load` failed (``None``: it did not fail, or did not run).
+        self.load_error: str | None = None
         self.registry = registry or CollectorRegistry()
         fix_mmap_threshold()  # before the models load: see its docstring
         topics = [settings.kafka.topic] if settings.kafka else []
@@ -200,6 +207,51 @@ class Runtime:
         self._gold_seen_key = self._gold_read_key
         self.state = StateStore.open(settings.state.path, exclusive=True)
         self._native_threads: AbstractContextManager[Any] = nullcontext()
+        self.gold_refreshes = 0
+        #: Does the gold-set file load whole: one answer for readiness and accepts (set by
+        #: :meth:`load`).
+        self.gold_check: GoldFileCheck | None = None
+        #: Why the last gold-set refresh failed (``None``: none failed since the last success).
+        self.gold_refresh_error: str | None = None
+        self.topic_notice: str | None = None
+        # Refreshes run one at a time, in order: request N is covered by any refresh that read
+        # the file after N was made, so an older read can never land after a newer one.
+        self._refresh_lock = threading.Lock()
+        self._refresh_requested = 0  # guarded by _refresh_counter_lock
+        self._refresh_covered = 0
+        self._refresh_counter_lock = threading.Lock()
+        self._started_monotonic = time.monotonic()  # for uptime: immune to clock steps
+        self.stop_event = threading.Event()
+        self._source: Source | None = None
+        self._thread: threading.Thread | None = None
+        self._idle_thread: threading.Thread | None = None
+        self._finished = False
+        # the consumer is finishing a finite input (its shadow calls settling, then the last
+        # fold-in and checkpoint under the lock), until input_finished
+        self._finishing = False
+        # the shadow calls the end of input left queued or running (0: none), for the notice
+        self._unsettled = 0
+        self.last_error: str | None = None
+        self._error_at = 0.0
+        self._stop_error: str | None = None  # the stop's last checkpoint failed
+        # shadow results folded in outside a batch since the last checkpoint (_save_late_shadow)
+        self._unsaved_shadow = 0
+        if not defer:
+            self.load()
+
+    def load(self) -> None:
+        """Build what the process runs on (the analytics' models, embeddings, retrievers,
+        the pipeline and its engine with the restored state, the HTTP dead-letter file):
+        the heavy part of a start, seconds to tens of seconds. Called by the constructor
+        unless ``defer``; ``goldwatch serve`` calls it on a thread after its port is open, so
+        ``POST /v1/traces`` acknowledges spans into the state file meanwhile
+        (:mod:`service.api.trace_ingest`, "Early acceptance"). Sets :attr:`loaded`.
+
+        Raises:
+            service.state.StateError, ValueError, OSError: as the constructor; the state
+                file is closed (its writer's lock released).
+        """
+        settings, stages = self.settings, self._stages
         try:  # a start that fails releases the state file (and its writer's lock)
             self.live = build_live(settings, self.registry, self.state,
                                    model_cache=settings.state.model_cache_dir())  # fmt: skip
@@ -241,7 +293,6 @@ class Runtime:
             self._native_threads.__exit__(None, None, None)
             self.state.close()
             raise
-        self.gold_refreshes = 0
         #: Does the gold-set file load whole: one answer for readiness and accepts.
         self.gold_check = GoldFileCheck(settings.gold_set) if settings.gold_set else None
         if self.gold_check is not None:  # a file broken by hand starts no refresh: the gauge
@@ -250,33 +301,10 @@ class Runtime:
             # 100,000-row file held /metrics and /healthz ~2 s on the event loop); the file is
             # checked by /readyz, accepts and every GOLD_CHECK_S by _check_gold_file
             self.gold_refresh_metrics.watch_file(self.gold_check.last_problem)
-        #: Why the last gold-set refresh failed (``None``: none failed since the last success).
-        self.gold_refresh_error: str | None = None
         #: The gold set's topic labels are too few to be the topics (clusters instead), as
         #: of the start or the last successful refresh; ``None`` otherwise.
-        self.topic_notice: str | None = self.live.topic_notice
-        # Refreshes run one at a time, in order: request N is covered by any refresh that read
-        # the file after N was made, so an older read can never land after a newer one.
-        self._refresh_lock = threading.Lock()
-        self._refresh_requested = 0  # guarded by _refresh_counter_lock
-        self._refresh_covered = 0
-        self._refresh_counter_lock = threading.Lock()
-        self._started_monotonic = time.monotonic()  # for uptime: immune to clock steps
-        self.stop_event = threading.Event()
-        self._source: Source | None = None
-        self._thread: threading.Thread | None = None
-        self._idle_thread: threading.Thread | None = None
-        self._finished = False
-        # the consumer is finishing a finite input (its shadow calls settling, then the last
-        # fold-in and checkpoint under the lock), until input_finished
-        self._finishing = False
-        # the shadow calls the end of input left queued or running (0: none), for the notice
-        self._unsettled = 0
-        self.last_error: str | None = None
-        self._error_at = 0.0
-        self._stop_error: str | None = None  # the stop's last checkpoint failed
-        # shadow results folded in outside a batch since the last checkpoint (_save_late_shadow)
-        self._unsaved_shadow = 0
+        self.topic_notice = self.live.topic_notice
+        self.loaded.set()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -299,8 +327,14 @@ class Runtime:
         self._thread.start()
 
     def stop(self, timeout_s: float = 15.0) -> None:
-        """Ask the loop to finish its batch, checkpoint, commit and close; wait ``timeout_s``."""
+        """Ask the loop to finish its batch, checkpoint, commit and close; wait ``timeout_s``.
+        Before a deferred :meth:`load` finished (the caller waits for it first), only the
+        state file is closed: what it holds (acknowledged spans) is restored at the next
+        start."""
         self.stop_event.set()
+        if not self.loaded.is_set():
+            self.state.close()  # idempotent: a failed load closed it already
+            return
         self.gold_runs.stop()  # no new run; the one in progress is waited for below
         if self._idle_thread is not None:
             self._idle_thread.join(timeout_s)
@@ -361,6 +395,8 @@ class Runtime:
         """After :meth:`stop`: why the stop was not clean, or ``None`` when it was (the
         consumer thread ended and its last checkpoint succeeded: no consumer error since,
         and the stop's own last checkpoint was written)."""
+        if not self.loaded.is_set():  # nothing ran but HTTP ingest into the state file
+            return None
         if self._thread is not None and self._thread.is_alive():
             return "the consumer thread did not stop in time (its batch was not checkpointed)"
         self._clear_recovered_error()
@@ -573,7 +609,10 @@ class Runtime:
     def ready(self) -> tuple[bool, list[str]]:
         """Return ``(ready, reasons it is not)``: state open, source open/assigned, no
         consumer error since the last successful checkpoint, the gold-set file loads, the
-        HTTP dead-letter file can be written (:meth:`JsonlDeadLetters.problem`)."""
+        HTTP dead-letter file can be written (:meth:`JsonlDeadLetters.problem`), and the
+        pipeline is built (a deferred :meth:`load` finished)."""
+        if not self.loaded.is_set():
+            return False, [self.starting_reason()]
         self._clear_recovered_error()
         reasons = []
         if self.settings.source.kind != "none" and not self._finished:
@@ -597,6 +636,16 @@ class Runtime:
         if dead_letter_problem is not None:  # POSTs carrying a bad event get 503 meanwhile
             reasons.append(dead_letter_problem)
         return not reasons, reasons
+
+    def starting_reason(self) -> str:
+        """Why the process is not ready before its pipeline is built: loading, or the load
+        failed (then the process is stopping). The failure's text is not in it (unauthenticated
+        clients read this on ``/readyz`` and the 503 ``starting``): the log and serve's exit
+        message say it."""
+        if self.load_error is not None:
+            return "start-up failed: the pipeline could not be loaded (the log says why); stopping"
+        return ("starting: the pipeline is loading (POST /v1/traces acknowledges spans into "
+                "the state file meanwhile; they are assembled once it is ready)")  # fmt: skip
 
     def _counted_under_notice(self) -> str | None:
         """The notice that the scope totals come from more than one out-of-scope detector
@@ -935,6 +984,8 @@ class Runtime:
             EngineBusy: the pipeline stayed busy; IngestUnavailable: dead letters or the
                 checkpoint cannot be written (nothing is acknowledged either way).
         """
+        if not self.loaded.is_set():  # nothing can be processed or counted yet
+            raise EngineBusy(self.starting_reason())
         messages = [
             RawMessage(value, Origin(file=HTTP_SOURCE, line=i + 1))
             for i, value in enumerate(values)

@@ -33,9 +33,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.kafka_broker import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Bound of the wait for ``/healthz`` after a start (seconds): imports, the state restore and
+#: Bound of the wait for the pipeline after a start (seconds): imports, the state restore and
 #: the analytics' fit on the gold set come first, which a loaded 2-core machine stretches; the
-#: wait ends at the first 200, and at once if the process exits.
+#: wait ends once ``/readyz`` no longer says ``starting``, and at once if the process exits.
 STARTUP_TIMEOUT_S = 120.0
 #: Default bound of one HTTP request to the service (seconds). A bound, not a timing: an
 #: answer the process is slow to give on a loaded machine must not fail a test that asserts
@@ -101,8 +101,10 @@ class ServiceProcess:
         env: Mapping[str, str] | None = None,
         wait: bool = True,
     ) -> ServiceProcess:
-        """Write ``<workdir>/goldwatch.yaml`` and start serve; wait for ``/healthz`` unless not
-        ``wait``. ``config["api"]`` gets a free port and the test token unless it has them."""
+        """Write ``<workdir>/goldwatch.yaml`` and start serve; unless not ``wait``, wait until
+        its pipeline is loaded and started (:meth:`wait_started`; serve's port answers before
+        that, :meth:`wait_healthy` waits for the port only). ``config["api"]`` gets a free port
+        and the test token unless it has them."""
         workdir.mkdir(parents=True, exist_ok=True)
         config = {**config, "api": {"host": "127.0.0.1", "token": TOKEN, **config.get("api", {})}}
         config["api"].setdefault("port", free_port())
@@ -128,7 +130,7 @@ class ServiceProcess:
             )
         service = cls(workdir, config, dict(env or {}), process, int(config["api"]["port"]))
         if wait:
-            service.wait_healthy()
+            service.wait_started()
         return service
 
     def restart(self, wait: bool = True) -> ServiceProcess:
@@ -215,7 +217,8 @@ class ServiceProcess:
         return self.client.post("/v1/events", json=body, headers=headers, timeout=30)
 
     def wait_healthy(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-        """Block until ``GET /healthz`` answers 200; fail with the log if the process died."""
+        """Block until ``GET /healthz`` answers 200 (liveness: the port is open, the pipeline
+        may still be loading); fail with the log if the process died."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if not self.alive:
@@ -229,6 +232,31 @@ class ServiceProcess:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"serve not healthy after {timeout_s}s{self.log_tail()}")
+
+    def wait_started(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Block until ``GET /readyz`` answers and no longer says ``starting`` (the pipeline
+        is loaded and started; it may be 503 for another reason, e.g. a broker that is down,
+        which tests of those faults assert); fail with the log if the process died."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive:
+                raise AssertionError(
+                    f"serve exited with {self.process.returncode}{self.log_tail()}"
+                )
+            try:
+                response = self.get("/readyz", timeout_s=5.0)
+                reasons = response.json().get("reasons", []) if response.status_code == 503 else []
+                if response.status_code == 200 or (
+                    response.status_code == 503
+                    and not any(
+                        str(r).startswith(("starting:", "start-up failed")) for r in reasons
+                    )
+                ):
+                    return
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"serve not started after {timeout_s}s{self.log_tail()}")
 
     def status(self) -> dict[str, Any]:
         """``GET /v1/status`` as JSON (asserts 200)."""

@@ -62,3 +62,22 @@ class RecordStage(EventLog):
 
     name = "test-record"
     env = "GOLDWATCH_TEST_RECORD"
+
+
+class SlowLoadStage:
+    """Sleeps ``GOLDWATCH_TEST_LOAD_SLOW_MS`` milliseconds when built (a pipeline slow to
+    load, as the analytics' models are on a loaded machine), then does nothing."""
+
+    name = "test-slow-load"
+
+    def __init__(self) -> None:
+        time.sleep(int(os.environ.get("GOLDWATCH_TEST_LOAD_SLOW_MS", "0")) / 1000)
+
+    def process(self, batch: Batch) -> None:
+        """Nothing."""
+
+    def state_snapshot(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Stateless."""

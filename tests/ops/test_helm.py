@@ -158,6 +158,11 @@ def test_env_variables_of_the_deployment_are_real_settings() -> None:
 def test_deployment_probes_security_and_state_volume() -> None:
     template = (CHART / "templates" / "deployment.yaml").read_text()
     assert "path: /healthz" in template and "path: /readyz" in template
+    # the port answers before the pipeline is loaded: startup asks /readyz, so its budget
+    # covers the load (as /healthz did before serve accepted early); liveness asks /healthz
+    probes = {m[0]: m[1] for m in re.findall(r"(\w+Probe):\s*httpGet:\s*path: (\S+)", template)}
+    assert probes == {"startupProbe": "/readyz", "livenessProbe": "/healthz",
+                      "readinessProbe": "/readyz"}  # fmt: skip
     assert "mountPath: /var/lib/goldwatch" in template and "emptyDir" in template
     context = DEFAULTS["securityContext"]
     assert context["readOnlyRootFilesystem"] and context["runAsNonRoot"]

@@ -31,7 +31,7 @@ from service.api.trace_ingest import (
     _restored,
     _stored,
 )
-from service.runtime.process import Runtime
+from service.runtime.process import EngineBusy, Runtime
 from service.settings import load_settings
 from service.state import StateError, StateStore
 from service.traces.otlp import decode_protobuf
@@ -176,6 +176,8 @@ def test_a_clean_stop_keeps_open_traces_and_the_restart_completes_them(
     assert first.capture.events == [_expected_event(b)]
     assert first.metric("goldwatch_traces_assembled_total", why="flushed") == 0
     kept = [r.getMessage() for r in caplog.records if "at stop" in r.getMessage()]
+    # at the default level (WARNING; trial t47 LOW 2: before, only with ``goldwatch -v``)
+    assert [r.levelname for r in caplog.records if "at stop" in r.getMessage()] == ["WARNING"]
     assert kept == [f"trace ingest: kept 1 open traces ({len(a_kids)} spans) in the state "
                     "file at stop; the next start restores them (their settle time and "
                     "timeout run from their spans' arrival, also while stopped)"]  # fmt: skip
@@ -472,3 +474,37 @@ def test_more_pending_keys_than_sqlite_binds_at_once_are_restored(tmp_path: Path
         assert runtime.registry.get_sample_value("goldwatch_traces_restored_total") == n
     finally:
         runtime.state.close()
+
+
+def test_spans_are_acknowledged_before_the_pipeline_loads_and_built_after(
+    tmp_path: Path, traces: list[tuple[str, list[Span], list[Span]]]
+) -> None:
+    """t47 MEDIUM 1: serve defers the pipeline's load; meanwhile spans are written to the
+    state file (the 200 means durable), anything that needs the pipeline is refused
+    (EngineBusy: 503, nothing kept), and readiness says why; after the load the trace is
+    built once."""
+    clocks = Clocks()
+    (a, a_kids, a_root), _, _ = traces
+    settings = load_settings(
+        state={"path": tmp_path / "state.sqlite"},
+        analytics={"enabled": False},
+        traces={"assembly": {"settle_s": SETTLE_S, "timeout_s": TIMEOUT_S}},
+    )
+    capture = Capture()
+    runtime = Runtime(settings, stages=[capture], defer=True)
+    ingest = TraceIngest(runtime, runtime.trace_metrics, clock=lambda: clocks.mono,
+                         wall=lambda: clocks.wall)  # fmt: skip
+    ready, reasons = runtime.ready()
+    assert not ready and len(reasons) == 1 and reasons[0].startswith("starting:")
+    assert ingest.receive(a_kids + a_root) == []
+    assert len(runtime.state.keys(PENDING_PREFIX)) == 1  # on disk before the answer
+    with pytest.raises(EngineBusy, match="^starting"):  # dead letters cannot be counted yet
+        runtime.ingest([b"{}"])
+    runtime.load()
+    clocks.advance(SETTLE_S)
+    assert ingest.tick() == 1
+    assert capture.events == [_expected_event(a)]
+    assert runtime.state.keys(PENDING_PREFIX) == []
+    assert runtime.ready() == (True, [])
+    ingest.stop()
+    runtime.stop()
