@@ -840,7 +840,7 @@ class LiveQualityStage:
                 # rejections of the rows it left alone, as the same change in process does
                 "rows": {
                     g: self._row_versions[g]
-                    for g in measured.union(self._rejected)
+                    for g in sorted(measured.union(self._rejected))
                     if g in self._row_versions
                 },  # fmt: skip
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
