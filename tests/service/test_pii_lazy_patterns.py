@@ -32,7 +32,8 @@ def test_compiles_once_across_threads_to_what_re_compile_gives() -> None:
     text = "Hi, MY NAME IS Alice; my name is Bob"
     assert [m.span("n") for m in lazy.finditer(text)] == [(15, 20), (33, 36)]
     assert lazy.match(text) is None and lazy.match(text, 4) is not None
-    assert lazy.made(got[0]) and not lazy.made(eager)
+    assert lazy.made(got[0]) and not lazy.made(re.compile(r"(?P<n>\w+)"))
+    assert not _LazyPattern(source).made(got[0])  # not compiled yet: made nothing
 
 
 def test_every_cue_compiles_and_finds_as_before() -> None:
