@@ -156,6 +156,7 @@ class _LazyPattern:
         """:meth:`re.Pattern.match`."""
         return self.compiled().match(string, pos, endpos)
 
+
 #: The hints of ``main … bol raha hoon`` and ``mujhe … bolte hain``: asked by the gate and
 #: again by :func:`find_names` before its scans for them.
 _BOL_HINT = "bol r"

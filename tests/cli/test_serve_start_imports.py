@@ -11,7 +11,8 @@ batch, so a module-level import of one of them anywhere on that path costs every
 * ``httpx`` (~0.1 s, with ``rich`` and ``pygments`` for its command line): only a retriever
   of kind ``http`` needs it;
 * ``sklearn`` and ``pandas`` (scikit-learn imports pandas when it is installed, and
-  ``scipy.stats`` and ``rich``): only a fit needs them, and a start that reads every fit from the model cache (warm) makes none;
+  ``scipy.stats`` and ``rich``): only a fit needs them, and a start that reads every fit
+  from the model cache (warm) makes none;
 * the personal-name cues' patterns (:mod:`service.pii.names`, 0.17 s of CPU to compile):
   compiled on the first text through the names gate.
 
