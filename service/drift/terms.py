@@ -77,7 +77,6 @@ from typing import Any, NamedTuple, Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import hypergeom
 
 from service.drift.detectors import _INSUFFICIENT, State, TestLog, _WindowedDetector
 from service.drift.distances import Counts
@@ -199,6 +198,8 @@ def exact_rise_p(strata: Iterable[tuple[int, int, int, int]]) -> float:
     >>> round(exact_rise_p([(10, 120, 2, 480)]), 8)  # scipy.stats.hypergeom.sf(9, 600, 12, 120)
     3.42e-06
     """
+    from scipy.stats import hypergeom  # here: importing scipy.stats costs ~0.5 s of start-up
+
     dist = np.ones(1)
     lowest = observed = 0
     for a, n1, c, n2 in strata:

@@ -102,9 +102,60 @@ surname (``my name is J.Smith`` is ``my name is <NAME>.Smith``).
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Iterator
 
 __all__ = ["OPENERS", "STOP_WORDS", "TITLES", "find_names", "may_hold_name"]
+
+#: Held while a :class:`_LazyPattern` compiles: each compiles once, whichever thread asks.
+_COMPILE_LOCK = threading.Lock()
+
+
+class _LazyPattern:
+    """A regular expression compiled on its first use, once, thread-safe.
+
+    The cues' patterns hold large character classes (:data:`_UPPER`, :data:`_LOWER`) many
+    times over: compiling the 16 of them took 0.5-0.8 s at import on a quiet 2-core machine
+    (1.5-2.5 s loaded), most of ``goldwatch serve``'s start-up outside imports, though
+    almost every question is turned away by :func:`may_hold_name` before any of them runs
+    and the rarer cues' run only on their hint. Here each compiles when a scan first needs
+    it (:meth:`compiled`); the result is the one ``re.compile`` gives.
+
+    Args:
+        pattern: the pattern's source (:attr:`pattern`).
+        flags: ``re`` flags (:attr:`flags`).
+    """
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled now if no thread did before)."""
+        compiled = self._compiled
+        if compiled is None:
+            with _COMPILE_LOCK:
+                compiled = self._compiled
+                if compiled is None:
+                    compiled = self._compiled = re.compile(self.pattern, self.flags)
+        return compiled
+
+    def made(self, compiled: re.Pattern[str]) -> bool:
+        """Whether ``compiled`` (a match's ``re``) is this pattern compiled."""
+        return compiled is self._compiled
+
+    def finditer(self, string: str, pos: int = 0,
+                 endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:  # fmt: skip
+        """:meth:`re.Pattern.finditer`."""
+        return self.compiled().finditer(string, pos, endpos)
+
+    def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """:meth:`re.Pattern.match`."""
+        return self.compiled().match(string, pos, endpos)
+
 
 #: The hints of ``main … bol raha hoon`` and ``mujhe … bolte hain``: asked by the gate and
 #: again by :func:`find_names` before its scans for them.
@@ -282,18 +333,18 @@ _NAME_ANY = _name(_WORD, any_case=True, initials=_INITIALS_JOINED)
 _NAME_SIG = _name(_TITLE, any_case=False, initials=_INITIALS_JOINED)
 #: A name's parts, one match each, as :func:`_name` reads them (:func:`_kept_words`; initials
 #: written together are in group ``n`` only after a cue that allows them).
-_PARTS = re.compile(_part(_WORD, _INITIALS_JOINED))
+_PARTS = _LazyPattern(_part(_WORD, _INITIALS_JOINED))
 #: A Title-case name's first part without a title before it: no particle (:func:`_name`).
-_FIRST_PARTS = re.compile(_part(_WORD, _INITIALS_JOINED, particles=False))
+_FIRST_PARTS = _LazyPattern(_part(_WORD, _INITIALS_JOINED, particles=False))
 #: A part with initials (``J. Smith``), a full name after a weak cue as two words are.
-_INITIALED = re.compile(rf"[{_UPPER}]\.")
+_INITIALED = _LazyPattern(rf"[{_UPPER}]\.")
 #: Up to three titles right before a name found by what follows it (``Dr. Maria Lopez
 #: here``, ``Mr. Smith is my name``: :func:`_title_start`); in its patterns an optional
 #: title first made every scan try the titles at every position (~1.5x slower).
 _TITLES_BEFORE = re.compile(rf"(?<![\w'’-])(?:(?:{_TITLE_WORDS})\.?{_GAP}){{1,3}}\Z")
 _TITLES_BEFORE_ANY = re.compile(_TITLES_BEFORE.pattern, re.IGNORECASE)
 
-_STRONG = re.compile(
+_STRONG = _LazyPattern(
     r"(?<![\w\u0900-\u0dff])(?P<cue>"
     r"(?i:my\s+(?:(?:full|first|last|given|real)\s+)?name(?:\s+is|'s|’s)"
     r"|my\s+surname\s+is|mein\s+name\s+ist|ich\s+hei(?:ß|ss)e|me\s+llamo|mi\s+nombre\s+es"
@@ -317,7 +368,7 @@ _BEFORE = re.compile(
     rf"(?<![\w\u0900-\u0dff])(?P<n>{_WORD}(?:{_GAP}{_WORD})?)\s+{_BEFORE_CUE.pattern}"
     r"(?![\w'’])"
 )
-_WEAK = re.compile(
+_WEAK = _LazyPattern(
     r"(?<![\w\u0900-\u0dff])(?P<cue>(?i:i\s+am|i['’]m|this\s+is|soy|je\s+suis)"
     r"|(?P<other>(?i:ich\s+bin)))"
     rf"\s+{_TITLED}{_NAME}(?![\w'’-])"
@@ -325,7 +376,7 @@ _WEAK = re.compile(
 #: The weak cues scanned for only when their hint is in the text (:func:`_rare_spans`; in
 #: :data:`_WEAK` they made every scan ~2x slower): ``it's`` (group ``its``) and the German
 #: ``hier ist`` / ``hier spricht`` (group ``other``, as ``ich bin``).
-_WEAK_RARE = re.compile(
+_WEAK_RARE = _LazyPattern(
     r"(?<![\w\u0900-\u0dff])(?:(?P<its>(?i:it['’]?s|it\s+is))"
     r"|(?P<other>(?i:hier\s+ist|hier\s+spricht)))"
     rf"\s+{_TITLED}{_NAME}(?![\w'’-])"
@@ -346,7 +397,7 @@ _SINGLE_END = re.compile(r"\s*(?:[,.!?;:)\-–—]|$|(?:from|and|here|btw|y|et)\
 #: do I ...`` — Title-case words that end the text, their sentence or their clause (a dash);
 #: after a title wherever they end (``Thanks, Dr. Smith for the help``: ``Thanks, Best Buy
 #: is open`` has none).
-_SIGNOFF = re.compile(
+_SIGNOFF = _LazyPattern(
     r"(?<![\w])(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|thank\s+you|cheers|sincerely"
     r"|saludos|gracias|gruß|grüße|viele\s+grüße|merci|cordialement|dhanyavaad"
     r"|(?P<signed>signed[,:](?!\s*sealed\b)))[,!.]?\s+"
@@ -355,21 +406,21 @@ _SIGNOFF = re.compile(
     r"(?(title)(?![\w'’-])|(?=[^\S\n]*(?:[.!,;\n]|[-–—](?:\s|$)|$)))"
 )
 #: ``Name: Alice Smith`` (a form's field, any case).
-_FIELD = re.compile(rf"(?<![\w])(?i:name)\s*[:=]\s*{_TITLED_ANY}{_NAME_ANY}")
+_FIELD = _LazyPattern(rf"(?<![\w])(?i:name)\s*[:=]\s*{_TITLED_ANY}{_NAME_ANY}")
 #: The test for :data:`_FIELD_DASH` on the lower-cased text: ``name`` a literal first, so
 #: found by a fast search, where ``_FIELD_DASH``'s own scan tries every character.
 _NAME_DASH = re.compile(r"name[^\S\n]*[-–—]")
 #: ``Name - Alice Smith``, ``Full name – Alice Smith``: a dash with a space after it, the name on
 #: the same line; at a clause start only (``in a name - Romeo`` stays; :func:`_rare_spans`).
-_FIELD_DASH = re.compile(
+_FIELD_DASH = _LazyPattern(
     r"(?<![\w])(?i:(?:(?:full|first|last)[^\S\n]+)?name)[^\S\n]*[-–—]{1,2}[^\S\n]+"
     rf"{_TITLED_ANY}{_NAME_ANY}"
 )
 #: The cues whose name may be in any case and start with a particle (:func:`_name`).
-_ANY_CASE = frozenset({_STRONG, _FIELD, _FIELD_DASH})
+_ANY_CASE = frozenset(p.pattern for p in (_STRONG, _FIELD, _FIELD_DASH))
 #: ``Maria Lopez here - ...``, ``Hi, Dmitri Ivanov speaking.``: at a clause start, before a
 #: dash, comma, full stop or the text's end.
-_SELF = re.compile(
+_SELF = _LazyPattern(
     rf"(?<![\w'’-])(?P<n>{_TITLE}(?:{_GAP}{_TITLE}){{0,2}})\s+(?i:here|speaking)"
     r"(?=\s*(?:[-–—,.!:;]|$))"
 )
@@ -378,7 +429,7 @@ _DASH_LINE = re.compile(r"(?:^|\n)\s*--")
 #: A signature line: ``--`` starting a line (the name on it or on the next line,
 #: ``--\nNgozi Okafor``: RFC 3676's signature separator), Title-case words ending their line;
 #: not a sign-off word.
-_SIG_DASH = re.compile(
+_SIG_DASH = _LazyPattern(
     r"(?:^|(?<=\n))[^\S\n]*--[^\S\n]*(?:\r?\n[^\S\n]*)?"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
     rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*[.,]?[^\S\n]*(?:\r?\n|$))"
@@ -387,7 +438,7 @@ _SIG_DASH = re.compile(
 #: three words, then a comma, full stop, colon, line break or a dash between spaces — ``sent
 #: from my iPhone - Mike Johnson``, a trial's — then Title-case words that end the text, their
 #: line or their clause).
-_SENT_FROM = re.compile(
+_SENT_FROM = _LazyPattern(
     r"(?<![\w])(?i:sent\s+from\s+my)[^\S\n]+[^,.:;!?\n]{1,40}?[^\S\n]*"
     r"(?:[,.:;]|\r?\n|(?<=\s)[-–—]{1,2}(?=\s))\s*"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
@@ -398,7 +449,7 @@ _SENT_FROM = re.compile(
 #: title) ending the text, their line or their clause (a comma or semicolon: the contact
 #: details that follow). A question followed by a dash and a two-word Title-case answer ends
 #: that way too (``Who wrote Emma? - Jane Austen``): it is read as a signature (privacy first).
-_DASH_SIGN = re.compile(
+_DASH_SIGN = _LazyPattern(
     r"(?<=[?.!])[^\S\n]*[-–—]{1,2}[^\S\n]+"
     r"(?!(?i:(?:(?:best|kind|warm|many)\s+)?regards|thanks|cheers|sincerely)\b)"
     rf"{_TITLED}{_NAME_SIG}(?=[^\S\n]*(?:[,;\n]|$))"
@@ -407,7 +458,7 @@ _DASH_SIGN = re.compile(
 _DASH_AFTER_SENTENCE = re.compile(r"[?.!][^\S\n]*[-–—]")
 #: Hinglish ``main Vikram Singh bol raha hoon`` ("I am Vikram Singh speaking"), also ``mai``,
 #: ``bol rahi``, ``bol rha``, ``hu``/``hun``.
-_BOL = re.compile(
+_BOL = _LazyPattern(
     rf"(?<![\w'’-])(?i:main|mai)\s+{_TITLED}{_NAME}"
     r"\s+(?i:bol\s+r(?:aha|ahi|ha|hi)\s+(?:hoon|hun|hu|hoo)\b)"
 )
@@ -419,7 +470,7 @@ _LANGUAGES = frozenset(
 )
 #: Hinglish ``mujhe Arjun bolte hain`` ("people call me Arjun"), also ``mujhko``, ``bulate``,
 #: ``kehte``, ``kahte``, ``hai``.
-_MUJHE = re.compile(
+_MUJHE = _LazyPattern(
     rf"(?<![\w'’-])(?i:mujhe|mujhko)\s+{_TITLED_ANY}(?P<n>{_WORD}(?:{_GAP}{_WORD}){{0,2}})"
     r"\s+(?i:(?:bolte|bulate|kehte|kahte)\s+(?:hain|hai|h)\b)"
 )
@@ -532,7 +583,7 @@ def _kept_words(m: re.Match[str]) -> tuple[list[re.Match[str]], int]:
     word is a part (:data:`_PARTS`: ``de la Cruz``, ``J. Smith`` one each), never a stop
     word when it has a lead."""
     start, end = m.span("n")
-    may_lead = m.re in _ANY_CASE or m.group("title") is not None  # with a particle (_name)
+    may_lead = m.re.pattern in _ANY_CASE or m.group("title") is not None  # with a particle (_name)
     first = (_PARTS if may_lead else _FIRST_PARTS).match(m.string, start, end)
     words = [] if first is None else [first, *_PARTS.finditer(m.string, first.end(), end)]
     kept = []
@@ -557,7 +608,7 @@ def _weak_end(m: re.Match[str]) -> int | None:
     and before the clause's end, a dash, ``from``, ``and``, ``here``, ``btw``, ``y`` or
     ``et``; after ``it's`` not a day, :data:`_CALENDAR`), else ``None``. A cue starts a
     clause; ``it's`` follows a greeting (``It's Apple Pay`` is no introduction)."""
-    its = m.re is _WEAK_RARE and m.group("its") is not None
+    its = _WEAK_RARE.made(m.re) and m.group("its") is not None
     if not (_after_greeting(m.string, m.start()) if its else _clause_start(m.string, m.start())):
         return None
     kept, n_words = _kept_words(m)

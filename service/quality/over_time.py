@@ -88,7 +88,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from service.drift.stats_tests import wilson_interval
 
@@ -209,6 +208,8 @@ def welch_t_test(sample1: Sequence[float], sample2: Sequence[float]) -> float:
         return 1.0 if math.isclose(m1, m2, rel_tol=1e-9, abs_tol=1e-12) else 0.0
     t = (m1 - m2) / math.sqrt(a1 + a2)
     df = (a1 + a2) ** 2 / (a1**2 / (len(sample1) - 1) + a2**2 / (len(sample2) - 1))
+    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
+
     return float(2.0 * stats.t.sf(abs(t), df))
 
 
@@ -270,6 +271,8 @@ def _paired_many(
     var = (np.where(paired, diffs - mean[:, None], 0.0) ** 2).sum(axis=1) / (n - 1)
     constant = var / n <= 1e-24
     t = mean / np.sqrt(np.where(constant, 1.0, var / n))
+    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
+
     p = 2.0 * stats.t.sf(np.abs(t), n - 1)
     zero = np.isclose(mean, 0.0, rtol=0.0, atol=1e-12)
     return n, mean, np.where(constant, np.where(zero, 1.0, 0.0), p)

@@ -32,7 +32,6 @@ from service.retrievers.base import Retriever
 from service.retrievers.bm25 import BM25Retriever
 from service.retrievers.dense import DenseRetriever
 from service.retrievers.entrypoint import EntrypointRetriever
-from service.retrievers.http import HttpRetriever
 from service.retrievers.hybrid import HybridRetriever
 from service.retrievers.tfidf import TfidfRetriever
 from service.settings import BUILTIN_HYBRIDS, BUILTIN_RETRIEVERS, RetrieverConfig
@@ -116,6 +115,8 @@ def build_retriever(
         members = [resolver(member) for member in config.members]
         return _construct(config, HybridRetriever, members, rrf_k=config.rrf_k)
     if kind == "http":
+        from service.retrievers.http import HttpRetriever  # here: httpx (~0.1 s of start-up)
+
         return _construct(
             config,
             HttpRetriever,
