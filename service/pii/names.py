@@ -116,8 +116,8 @@ class _LazyPattern:
     """A regular expression compiled on its first use, once, thread-safe.
 
     The cues' patterns hold large character classes (:data:`_UPPER`, :data:`_LOWER`) many
-    times over: compiling the 16 of them took 0.5-0.8 s at import on a quiet 2-core machine
-    (1.5-2.5 s loaded), most of ``goldwatch serve``'s start-up outside imports, though
+    times over: compiling the 15 of them took ~0.17 s of CPU at import (1.5-2.5 s of wall
+    time on a loaded 2-core machine), before ``goldwatch serve`` bound its port, though
     almost every question is turned away by :func:`may_hold_name` before any of them runs
     and the rarer cues' run only on their hint. Here each compiles when a scan first needs
     it (:meth:`compiled`); the result is the one ``re.compile`` gives.
