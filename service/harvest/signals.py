@@ -29,7 +29,6 @@ from collections import Counter, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from math import ceil
-from operator import attrgetter
 from typing import Any, NamedTuple
 
 from service.coverage import (
@@ -89,10 +88,6 @@ _RETRIEVER_LABELS: dict[str, str] = {}
 _MAX_LABELS = 256
 #: Gaps :meth:`CoverageTracker.update_each` keeps computed at most (then forgotten).
 _MAX_GAPS = 65_536
-
-#: A passage's ``rank`` and ``score`` (C-level reads: :func:`map` over a retrieval's results).
-_RANK = attrgetter("rank")
-_SCORE = attrgetter("score")
 
 _BIT = {reason: 1 << i for i, reason in enumerate(REASONS)}
 _COVERAGE_GAP = _BIT["coverage_gap"]
@@ -275,11 +270,9 @@ def _first_id(results: Sequence[RetrievedPassage]) -> str:
     'b'
     """
     first = results[0]
-    # (None among the ranks: a C-level scan, no generator; ranks and scores are numbers,
-    # never equal to None without being it)
-    if None not in map(_RANK, results):  # rank 1 logged first: the usual case
+    if all(r.rank is not None for r in results):  # rank 1 logged first: the usual case
         return first.id if first.rank == 1 else min(results, key=lambda r: r.rank or 0).id
-    if None not in map(_SCORE, results):
+    if all(r.score is not None for r in results):
         return max(results, key=lambda r: r.score or 0.0).id
     return first.id
 
@@ -815,9 +808,7 @@ class ScoreWindow:
             if retrieval is None:
                 append(False)
                 continue
-            scores = list(map(_SCORE, retrieval.results))  # (one C-level pass, as a rule)
-            if None in scores:
-                scores = [score for score in scores if score is not None]
+            scores = [score for r in retrieval.results if (score := r.score) is not None]
             if not scores:  # production_score's None: low, and no score joins the window
                 append(True)
                 continue

@@ -104,7 +104,6 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -177,9 +176,6 @@ _NORMAL_CACHE = 20_000
 _REASON_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _REASON_ORDER = {reason: at for at, reason in enumerate(REASONS)}
 _new_tuple = tuple.__new__
-#: A retrieved passage's ``rank`` and ``id`` (C-level reads: :func:`map` over results).
-_RANK = attrgetter("rank")
-_ID = attrgetter("id")
 _ENCODE = msgspec.json.encode
 #: :class:`Occurrence`'s fields in the order :meth:`HarvestStage.process` builds them.
 _OCCURRENCE_FIELDS = ("event_id", "timestamp", "question", "normalised", "reasons", "rankings",
@@ -205,20 +201,6 @@ def _reason_set(reasons: Iterable[str]) -> tuple[str, ...]:
             shared = _REASON_SETS.setdefault(shared, shared)
             _REASON_SETS[given] = shared
     return shared
-
-
-def _production_ranking(event: QueryLogEvent) -> tuple[str, ...]:
-    """:func:`~service.shadow.runner.production_ranking` of ``event`` (production's passage
-    ids, best first, each once): its usual case — every result ranked, logged best first —
-    in C-level passes (:func:`map` of the ranks and ids, one comparison with them sorted),
-    ~1 µs less per picked event; any other case is that function's."""
-    retrieval = event.retrieval
-    if retrieval is not None:
-        results = retrieval.results
-        ranks = list(map(_RANK, results))
-        if None not in ranks and ranks == sorted(ranks):
-            return tuple(dict.fromkeys(map(_ID, results)))
-    return production_ranking(event)
 
 
 def _larger(
@@ -519,7 +501,7 @@ class HarvestStage:
         def occurrence(k: int) -> Occurrence:
             event = events[rows[k]]
             (topic, language), gap = strata_of[k]
-            ranking = _production_ranking(event)
+            ranking = production_ranking(event)
             rankings: dict[str, Sequence[str]] = {PRODUCTION: ranking} if ranking else {}
             candidates = early.get(event.event_id)
             if candidates:  # the candidates' results on it came first (a replay): pool them
