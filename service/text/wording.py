@@ -580,7 +580,7 @@ def _token_reading(token: str) -> tuple[Any, ...]:
 def content_words(normalised: str) -> dict[str, str]:
     """``{stem: token}`` of a normalised text's content words: :func:`wording`'s ``words``
     with its ``raw`` token each (the same rules, the same result), without the rest of a
-    :class:`Wording` — ~4× cheaper per new text, for a caller that reads only the words (the
+    :class:`Wording` — ~3× cheaper per new text, for a caller that reads only the words (the
     drift stage's rising terms reads every question's). What a token is (its stem, or no
     content word) is remembered across texts (:data:`_TOKEN_STEMS`), but for the words
     whose reading depends on the next token (:data:`_WORD_PIECES`) and those of greetings.
