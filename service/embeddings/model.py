@@ -35,6 +35,7 @@ import json
 import os
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -141,6 +142,8 @@ _WORDS = re.compile(f"{_WORD_MARK}+[^{_WORD_MARK}]*|[^{_WORD_MARK}]+")
 #: URL, base64) is one word, and remembering those bounded the memo by count, not bytes
 #: (300-character Chinese questions: ~170 MiB at capacity).
 _MEMO_WORD_CHARS: Final = 48
+#: Whether the ``array`` module's ``"i"`` items are int32 (:func:`_int32_bytes`).
+_ARRAY_INT32: Final = array("i").itemsize == 4
 #: The normaliser :class:`WordTokens` reproduces (the ``tokenizer.json`` of Llama 2 models).
 _LLAMA_NORMALIZER: Final = {
     "type": "Sequence",
@@ -182,6 +185,18 @@ def words_never_merge(tokenizer: Any) -> bool:
         and _WORD_MARK in vocab
         and not any(re.search(f"[^{_WORD_MARK}]{_WORD_MARK}", token) for token in vocab)
     )
+
+
+def _int32_bytes(ids: list[int]) -> bytes:
+    """``ids`` as native int32 bytes (the standard ``array`` module where its C ``int`` is 4
+    bytes, as on every platform goldwatch runs on: ~3x faster than a numpy array per word).
+
+    >>> np.frombuffer(_int32_bytes([1, 31999]), dtype=np.int32).tolist()
+    [1, 31999]
+    """
+    if _ARRAY_INT32:
+        return array("i", ids).tobytes()
+    return np.asarray(ids, dtype=np.int32).tobytes()  # pragma: no cover - 4-byte int above
 
 
 class WordTokens:
@@ -286,8 +301,7 @@ class WordTokens:
         """The ids of the word ``▁`` + ``key`` (int32 bytes), remembered unless the word is
         over :data:`_MEMO_WORD_CHARS` characters (the memo starts afresh when full)."""
         word = _WORD_MARK + key
-        known = np.array([token.id for token in self._model.tokenize(word)],
-                         dtype=np.int32).tobytes()  # fmt: skip
+        known = _int32_bytes([token.id for token in self._model.tokenize(word)])
         if len(word) <= _MEMO_WORD_CHARS:  # a text without spaces is one word
             if len(self._memo) >= self.capacity:
                 self._memo.clear()
