@@ -498,9 +498,11 @@ def wording(normalised: str) -> Wording:
                 i += 1
         read = known.get(token)
         if read is None:
-            if len(known) >= _TOKEN_READINGS_MAX:
-                known.clear()
-            read = known[token] = _token_reading(token)
+            read = _token_reading(token)
+            if len(token) <= _REMEMBERED_TOKEN_MAX:  # a long token is read, not kept
+                if len(known) >= _TOKEN_READINGS_MAX:
+                    known.clear()
+                known[token] = read
         kind = read[0]
         if kind is _FUNCTION:
             seen.add(read[2])
@@ -543,6 +545,10 @@ _FUNCTION, _CONTENT, _PIECE_WORD, _NUMBER_WORD, _ASK, _WEAK, _UNSPACED_RUN = (
 #: :data:`_TOKEN_READINGS_MAX`).
 _TOKEN_READINGS: dict[str, tuple[Any, ...]] = {}
 _TOKEN_READINGS_MAX = 1 << 16
+#: The longest token (characters) the two token memos keep: their bound is a count, so a
+#: stream of long unspaced tokens (a 300-character CJK run is one) would otherwise hold
+#: ~48 MiB each at capacity; longer tokens are read each time (the same reading).
+_REMEMBERED_TOKEN_MAX = 48
 
 
 def _token_reading(token: str) -> tuple[Any, ...]:
@@ -609,7 +615,7 @@ def content_words(normalised: str) -> dict[str, str]:
         read = known.get(token)
         if read is None:
             read = _read_token(token)
-            if read is not _PIECE:
+            if read is not _PIECE and len(token) <= _REMEMBERED_TOKEN_MAX:
                 if len(known) >= _TOKEN_STEMS_MAX:
                     known.clear()
                 known[token] = read

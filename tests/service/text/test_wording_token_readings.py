@@ -30,3 +30,17 @@ def test_a_remembered_token_reads_as_a_fresh_one_in_every_context() -> None:
     assert fresh[8].numbers == frozenset({"2020"}) and fresh[8].words == frozenset()
     assert fresh[9].words == frozenset({"precio"}) and fresh[9].asks == frozenset({"what"})
     assert fresh[11].words == frozenset({"play"})
+
+
+def test_a_long_token_is_read_but_not_remembered() -> None:
+    """The memos' bound is a count: a token over 48 characters (a long unspaced run) is read
+    each time and never kept, so it cannot hold megabytes per entry; its reading is the same."""
+    long_word = "x" * 49
+    text = f"where is {long_word} kept"
+    fresh = _fresh(text)
+    module._TOKEN_READINGS.clear()
+    module._TOKEN_STEMS.clear()
+    assert wording.__wrapped__(text) == fresh
+    module.content_words(text)
+    assert long_word not in module._TOKEN_READINGS and long_word not in module._TOKEN_STEMS
+    assert "where" in module._TOKEN_READINGS  # short tokens are still remembered
