@@ -299,8 +299,15 @@ class DriftStage:
         known_min_count: int = 30,
         clock: Callable[[], float] = time.time,
         gold_topic_strata: Mapping[str, Counts] | None = None,
+        topic_model: str | None = None,
     ) -> None:
         windows = windows or WindowConfig()
+        #: the topic model the topic windows count under (its
+        #: :meth:`~service.topics.model.TopicModel.assignment_key`; ``None``: not told)
+        self.topic_model = topic_model
+        #: when and why the topic windows last started afresh for a new topic model
+        #: (:meth:`set_topic_model`, :meth:`restore`), shown in the report; ``None``: never
+        self.topic_restart: dict[str, Any] | None = None
         self.clock = clock
         common = {"windows": windows, "min_count": min_count, "alpha": alpha,
                   "n_dimensions": len(SHARED)}  # fmt: skip
@@ -318,8 +325,8 @@ class DriftStage:
                  "pooled_strata": ("und",)}  # fmt: skip
         settings = {dim: {**common, **(joint if dim == "topic" else {})}
                     for dim in CATEGORICAL}  # fmt: skip
-        self.categorical = {
-            dim: CategoricalDriftDetector(
+        def categorical(dim: str) -> CategoricalDriftDetector:
+            return CategoricalDriftDetector(
                 self.gold_counts.get(dim),
                 min_jsd=min_jsd,
                 min_share_change=min_share_change,
@@ -327,8 +334,9 @@ class DriftStage:
                 clear_share_change=min_share_change / 2,
                 **settings[dim],  # type: ignore[arg-type]
             )
-            for dim in CATEGORICAL
-        }
+
+        self._new_categorical = categorical
+        self.categorical = {dim: categorical(dim) for dim in CATEGORICAL}
         self.set_topic_strata(gold_topic_strata)
         # known_refusal and known_miss: their own windows and min_count (known questions are
         # few), the same level as each shared dimension's (each its own Bonferroni share, as
@@ -791,6 +799,38 @@ class DriftStage:
             columns[i] = _Column("topic", keys, rows, column.values)
         return columns
 
+    def set_topic_model(self, key: str | None, why: str) -> bool:
+        """The topic stage now assigns with the model ``key``
+        (:meth:`~service.topics.model.TopicModel.assignment_key`). When it is another model
+        than the windows counted under, the topic windows start afresh (a new detector: the
+        current window, the frozen baseline and the open topic alarms go; the gold-set
+        reference is set again by :meth:`set_gold_counts`): counts of two models are not
+        comparable (a topic born from accepted rows took 17 % of unchanged traffic, and
+        windows that kept counts under the old topics alarmed, review s47-f2). ``why`` is said
+        in the report (``topic.windows_restarted``). Returns whether they started afresh."""
+        if key is None or key == self.topic_model:
+            return False
+        known, self.topic_model = self.topic_model, key
+        if known is None:
+            return False
+        self._restart_topics(why)
+        return True
+
+    def _restart_topics(self, why: str) -> None:
+        """A fresh ``topic`` detector (its gold reference and strata kept), the topic alarms'
+        states forgotten, and ``why`` with the events seen kept in :attr:`topic_restart`."""
+        old = self.categorical["topic"]
+        fresh = self._new_categorical("topic")
+        fresh.set_reference_strata(getattr(old, "_reference_strata", None))
+        self.categorical["topic"] = fresh
+        for key in [k for k in self._last_state if k.startswith("topic/")]:
+            del self._last_state[key]
+        for key in [k for k in self._named if k.startswith("topic/")]:
+            del self._named[key]
+        for key in [k for k in self._quiet_why if k.startswith("topic/")]:
+            del self._quiet_why[key]
+        self.topic_restart = {"after_events": self.events_seen, "why": why}
+
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
         """Replace the gold-set reference counts (the gold set grew); live windows are kept,
         the next tests compare against the new reference."""
@@ -1168,6 +1208,8 @@ class DriftStage:
                 out[dim]["coverage_gaps_left_out"] = left_out
             if dim in self.gaps_withheld:
                 out[dim]["categories_are"] = self.gaps_withheld[dim]
+            if dim == "topic" and self.topic_restart is not None:
+                out[dim]["windows_restarted"] = dict(self.topic_restart)
         for dim, rate in self.rates.items():
             out[dim] = {
                 "state": rate.state,
@@ -1315,6 +1357,8 @@ class DriftStage:
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_strata": list(self.topic_strata),
+            "topic_model": self.topic_model,
+            "topic_restart": self.topic_restart,
             **{key: rule for key, rule, _ in RESTORE_RULES.values()},
         }
 
@@ -1349,8 +1393,16 @@ class DriftStage:
                         log.info("drift: the %s windows of a state kept %s are not restored: "
                                  "the dimension warms up afresh", dim, differed)  # fmt: skip
                     continue
+            if (dim == "topic" and self.topic_model is not None
+                    and state.get("topic_model") not in (None, self.topic_model)):  # fmt: skip
+                log.info("drift: the topic windows of a state kept under another topic model "
+                         "are not restored: the dimension warms up afresh")  # fmt: skip
+                continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
+        kept = state.get("topic_restart")
+        self.topic_restart = dict(kept) if isinstance(kept, dict) else None
+
         saved = [str(lang) for lang in state.get("topic_strata", ())]  # (older: none)
         merged = [*saved, *(lang for lang in self.topic_strata if lang not in saved)]
         self.topic_strata = list(dict.fromkeys(merged))[:TOPIC_STRATA]
@@ -1363,6 +1415,9 @@ class DriftStage:
         self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
         # (a snapshot from before: no why kept; the held quiet row then says it without one)
         self._quiet_why = {str(k): str(v) for k, v in state.get("quiet_why", {}).items()}
+        if self.topic_model is not None and state.get("topic_model") not in (None,
+                                                                              self.topic_model):
+            self._restart_topics("the topic model changed while the service was stopped")
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})

@@ -369,8 +369,10 @@ def fit_topic_model(
     prediction, as live traffic is (:meth:`TopicModel.gold_counts`), so one unlabelled row
     never turns the gold set's own labels into clusters. Passages are then not used, having
     no label. Otherwise (no labels, or too few: the rule's notice) the topics are clusters of
-    all the questions and passages. ``previous`` (the model being replaced, or its identity
-    from the state store) keeps unsupervised topic ids.
+    all the questions and passages: fitted on the rows the user wrote (and the passages),
+    the accepted suggestions (``harvest_id``) joining them (:meth:`TopicModel.fit`'s
+    ``accepted``). ``previous`` (the model being replaced, or its identity from the state
+    store) keeps unsupervised topic ids of before content ids.
 
     Raises:
         GoldSetError: enough rows are labelled, all with the same label (supervised topics
@@ -388,7 +390,10 @@ def fit_topic_model(
                               labels=[q.topic for q in labelled],  # type: ignore[misc]
                               embedder=embedder, previous=previous)  # fmt: skip
     texts = [q.question for q in questions] + [p.text for p in passages]
-    return TopicModel.fit(texts, config, embedder=embedder, previous=previous)
+    # accepted suggestions (harvest_id) join the topics fitted on the rows the user wrote
+    accepted = [q.harvest_id is not None for q in questions] + [False] * len(passages)
+    return TopicModel.fit(texts, config, embedder=embedder, previous=previous,
+                          accepted=accepted)  # fmt: skip
 
 
 def analysis_gold(gold: GoldSet) -> GoldSet:
@@ -931,6 +936,7 @@ def build_analytics(
         known_windows=_known_window_config(config.drift),
         known_min_count=config.drift.known_min_count,
         gold_topic_strata=topic_strata,
+        topic_model=model.assignment_key() if model is not None else None,
     )
     stages.append(drift)
     totals = AnnotationTotals()
@@ -1260,6 +1266,10 @@ def apply_gold_references(
         if isinstance(stage, TopicStage) and "language" in counts:
             stage.gold_languages = gold_language_keys(counts["language"])
     if analytics.drift is not None:
+        if model is not None:  # counts under two topic models are not comparable
+            analytics.drift.set_topic_model(
+                model.assignment_key(),
+                f"the topic model changed ({len(model.names)} topics): the gold set changed")
         analytics.drift.set_gold_counts(counts)
         if topic_strata is not None or model is not None:
             analytics.drift.set_topic_strata(topic_strata)
