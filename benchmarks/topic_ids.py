@@ -89,7 +89,7 @@ def run(seed: int, intents: int, rows: int, new: int, edits: int) -> dict[str, A
     for intent in chosen:
         texts = rng.sample(by[intent], len(by[intent]))
         written += texts[:rows]
-        spare += texts[rows:rows + 2]
+        spare += texts[rows : rows + 2]
     rng.shuffle(written)
     rng.shuffle(spare)
     traffic = [t for split in ("val", "test") for t, i in data[split] if i in chosen]

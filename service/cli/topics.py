@@ -49,8 +49,9 @@ def topics_group() -> None:
     "--previous",
     type=FilePath(path_type=Path, dir_okay=False, exists=True),
     default=None,
-    help="A topic artefact this fit replaces: its unsupervised topic ids are kept where the "
-    "topics barely moved.",
+    help="A topic artefact this fit replaces: when fitted before topic ids came from content, "
+    "its unsupervised topic ids are kept where the topics barely moved (content ids need "
+    "none).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
 @click.option("--out", type=FilePath(path_type=Path, dir_okay=False), required=True)

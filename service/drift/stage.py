@@ -325,6 +325,7 @@ class DriftStage:
                  "pooled_strata": ("und",)}  # fmt: skip
         settings = {dim: {**common, **(joint if dim == "topic" else {})}
                     for dim in CATEGORICAL}  # fmt: skip
+
         def categorical(dim: str) -> CategoricalDriftDetector:
             return CategoricalDriftDetector(
                 self.gold_counts.get(dim),
@@ -1415,8 +1416,10 @@ class DriftStage:
         self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
         # (a snapshot from before: no why kept; the held quiet row then says it without one)
         self._quiet_why = {str(k): str(v) for k, v in state.get("quiet_why", {}).items()}
-        if self.topic_model is not None and state.get("topic_model") not in (None,
-                                                                              self.topic_model):
+        if self.topic_model is not None and state.get("topic_model") not in (
+            None,
+            self.topic_model,
+        ):
             self._restart_topics("the topic model changed while the service was stopped")
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:

@@ -1269,7 +1269,8 @@ def apply_gold_references(
         if model is not None:  # counts under two topic models are not comparable
             analytics.drift.set_topic_model(
                 model.assignment_key(),
-                f"the topic model changed ({len(model.names)} topics): the gold set changed")
+                f"the topic model changed ({len(model.names)} topics): the gold set changed",
+            )
         analytics.drift.set_gold_counts(counts)
         if topic_strata is not None or model is not None:
             analytics.drift.set_topic_strata(topic_strata)

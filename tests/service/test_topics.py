@@ -460,8 +460,10 @@ def test_accepted_rows_join_the_written_topics_and_move_no_centroid() -> None:
     """Topics are fitted on the written rows: an accepted in-domain question (and two) joins
     its nearest topic, the names and the centroids stay (the same assignment key)."""
     before = TopicModel.fit(FEES + EXAMS + BUSES, TopicConfig())
-    for extra in (["can the exam fee be paid online"],
-                  ["can the exam fee be paid online", "bus stop near the library"]):
+    for extra in (
+        ["can the exam fee be paid online"],
+        ["can the exam fee be paid online", "bus stop near the library"],
+    ):
         after = TopicModel.fit(FEES + EXAMS + BUSES + extra, TopicConfig(),
                                accepted=[False] * 18 + [True] * len(extra))  # fmt: skip
         assert after.names == before.names

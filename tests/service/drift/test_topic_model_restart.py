@@ -69,7 +69,9 @@ def test_a_snapshot_of_another_topic_model_restores_no_topic_windows() -> None:
     assert _counted(other) == _counted(_stage("model-2"))
     assert other.categorical["language"].snapshot() == first.categorical["language"].snapshot()
     assert other.report()["topic"]["windows_restarted"] == {
-        "after_events": 40, "why": "the topic model changed while the service was stopped"}
+        "after_events": 40,
+        "why": "the topic model changed while the service was stopped",
+    }
     older = {k: v for k, v in snapshot.items() if k != "topic_model"}  # kept before this
     upgraded = _stage("model-2")
     upgraded.restore(older)
