@@ -6,20 +6,25 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
 
     question ─ embed ─ cosine to each topic centroid ─ nearest topic, or ``"novel"``
 
-* **Unsupervised** (default): spherical k-means on the gold questions' embeddings (seeded
-  k-means++ start from scikit-learn's ``KMeans``, then Lloyd steps in cosine space until no
-  assignment changes, so a fitted model is a fixed point: refitting it on the same questions
-  changes nothing). ``n_topics`` defaults to ``min(max_topics, round(sqrt(n)))``.
+* **Unsupervised** (default): spherical k-means on the embeddings of the gold questions the
+  user wrote (rows an accept appended, ``harvest_id``, are left out of the fit), taken in the
+  order of their case-folded text so the fit is a function of the set of rows: started from
+  Ward's agglomerative clustering (scikit-learn, deterministic; above
+  :data:`WARD_MAX_ROWS` rows a seeded k-means++ start), then Lloyd steps in cosine space until
+  no assignment changes, so a fitted model is a fixed point. ``n_topics`` defaults to
+  ``min(max_topics, round(sqrt(n)))``, n the written rows.
 * **Supervised** (``labels`` given, e.g. the gold rows' ``topic`` field): one centroid per label
   (nearest-centroid classifier); the labels are the topic names and identities.
-* **Stable identities** (unsupervised): a topic is ``topic-<id>``. A refit given the previous
-  model (an accepted gold question, a restart — the ids are kept in the state store — or a
-  changed gold set) starts from the previous centroids, then matches old and new centroids
-  by the Hungarian assignment (``scipy.optimize.linear_sum_assignment``) on cosine
-  similarity: a pair at or above ``id_min_similarity`` (default 0.8) keeps the old id, every
-  other new topic gets a new id (ids never reused). On CLINC150 with WordLlama, centroids of
-  *different* clusters of one fit are at most ~0.65 apart, a centroid after adding ten
-  questions ≥ 0.96 to its old self.
+* **Content ids** (unsupervised): a topic is ``topic-<id>``, the id the min-hash of its
+  questions (:func:`content_ids`: the smallest sha256-based hash of their texts, modulo
+  :data:`CONTENT_IDS`), so any process fitting the same rows names the topics alike — a
+  replica restarted without its state too. Accepted rows join the nearest written topic (its
+  centroid stays that of the written rows) or, a close group far from every topic, make their
+  own (:func:`_accepted_groups`). An identity stored before content ids (no ``"scheme"``)
+  keeps its ids where a new centroid matches an old one (Hungarian assignment,
+  ``scipy.optimize.linear_sum_assignment``, cosine ≥ ``id_min_similarity``, default 0.8):
+  the upgrade keeps the names it had. :meth:`TopicModel.assignment_key` says when two models
+  assign alike (the drift stage restarts its topic windows when it changes).
 * **Labels**: each unsupervised topic has a human-readable :attr:`TopicInfo.label` built from
   its clean top terms (class-based TF-IDF over whole word tokens, Grootendorst 2022 "BERTopic",
   eq. 1; no char n-grams or fragments) and its most representative gold questions
@@ -333,7 +338,8 @@ class TopicModel:
             (:func:`service.topics.quality.topic_agreement`: ``{"n", "agree", "share", "low",
             "high", "by_language", "method"}``); ``None`` when unsupervised (no labels) or
             loaded from an artefact saved before it was measured.
-        next_id: the id the next genuinely new unsupervised topic gets.
+        next_id: one more than the largest id (kept for identities of before content ids,
+            whose ids were numbered from 0).
     """
 
     def __init__(self, state: Mapping[str, Any], version: str, embedder: Embedder | None = None
@@ -400,7 +406,7 @@ class TopicModel:
             previous: the model this one replaces, or its :meth:`identity` (from the state
                 store): an identity of before content ids (no ``"scheme"``) keeps its ids
                 where a new centroid matches an old one; content ids need no previous model
-                (see the module docstring, "Stable identities").
+                (see the module docstring, "Content ids").
             accepted: one flag per text, True for a row an accept appended (``harvest_id``):
                 unsupervised topics are fitted on the other rows only, the accepted rows join
                 their nearest topic or, a close group far from every topic, make their own
