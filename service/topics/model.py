@@ -1193,7 +1193,7 @@ def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | N
     else:  # a config built with model_copy(update=...) skipped validation: check again
         k = config.n_topics
         if not N_TOPICS_MIN <= k <= N_TOPICS_MAX:
-            raise TopicFitError(f"n_topics={k} must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}]")
+            raise TopicFitError(f"n_topics must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}], got {k}")
     if k > n_w:
         if config.n_topics is not None:
             raise TopicFitError(f"n_topics={k} is more than the {n} training texts")
