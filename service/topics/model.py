@@ -409,7 +409,8 @@ class TopicModel:
                 (see the module docstring, "Content ids").
             accepted: one flag per text, True for a row an accept appended (``harvest_id``):
                 unsupervised topics are fitted on the other rows only, the accepted rows join
-                their nearest topic or, a close group far from every topic, make their own
+                their nearest topic or, a close group far from every topic, make their own;
+                with ``language_centring`` the language centres are the written rows'
                 (``None``: every row was written).
 
         Raises:
@@ -439,11 +440,14 @@ class TopicModel:
         prior = _prior(previous, embedder)
         detected = text_languages(texts)
         keys = [language_key(g) for g in detected]
-        centres = _language_centres(vectors, keys) if config.language_centring else None
+        flags = np.array(accepted if accepted is not None else [False] * len(texts), bool)
+        # the centres of the written rows (accepted rows, harvest_id, left out as the fit
+        # leaves them out): an accept that adds no topic moves no centre, no centroid and no
+        # assignment_key, so the topic windows keep counting (docs/topics.md "Topic ids")
+        centres = _written_centres(vectors, keys, flags) if config.language_centring else None
         # the vectors topics are assigned on (novelty keeps the embedder's own)
         topical = vectors if centres is None else _centred_by_language(vectors, keys, centres)
         if labels is None:
-            flags = np.array(accepted if accepted is not None else [False] * len(texts), bool)
             ids, assigned, centroids, next_id, legacy = _cluster(topical, config, prior, texts,
                                                                  flags)  # fmt: skip
             names = [config.names.get(i, f"topic-{i}") for i in ids]
@@ -845,6 +849,23 @@ def _language_centres(vectors: np.ndarray, languages: Sequence[str]) -> dict[str
     return out
 
 
+def _written_centres(vectors: np.ndarray, languages: Sequence[str],
+                     accepted: np.ndarray) -> dict[str, np.ndarray]:  # fmt: skip
+    """:func:`_language_centres` of the rows of ``vectors`` (n, d) not flagged in ``accepted``
+    (n,) (the rows the user wrote); of every row when fewer than 3 were written (as
+    :func:`_cluster` then fits on every row).
+
+    >>> rows = np.array([[1.0, 0.0]] * 5 + [[0.0, 1.0]] * 3)
+    >>> c = _written_centres(rows, ["en"] * 8, np.array([False] * 5 + [True] * 3))
+    >>> c["en"].tolist(), c[""].tolist()
+    ([1.0, 0.0], [1.0, 0.0])
+    """
+    written = np.flatnonzero(~np.asarray(accepted, dtype=bool))
+    if len(written) < 3:
+        return _language_centres(vectors, languages)
+    return _language_centres(vectors[written], [languages[i] for i in written.tolist()])
+
+
 def _centred_by_language(vectors: np.ndarray, languages: Sequence[str],
                          centres: Mapping[str, np.ndarray]) -> np.ndarray:  # fmt: skip
     """Each row of ``vectors`` (n, d) minus its language's centre (``centres[""]`` for a
@@ -1172,8 +1193,9 @@ def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | N
     legacy)``, ``legacy`` True when an id of ``prior`` was kept.
 
     The topics and their number are fitted on the *written* rows (``accepted`` False) in the
-    order of their :func:`canonical_text` (so the fit is a function of the set of written
-    rows: sorting, reversing or moving rows changes nothing), seeded; the accepted rows join
+    order of their :func:`canonical_text`, ties by the exact text (so the fit is a function of
+    the set of written rows: sorting, reversing or moving rows changes nothing), seeded; the
+    accepted rows join
     their nearest topic, or make their own (:func:`_accepted_groups`); centroids are of the
     written rows (a new topic's: of its group), so an accept moves no written topic. Ids are
     :func:`content_ids` of each topic's rows (written rows; a new topic's group), the same in
@@ -1185,8 +1207,10 @@ def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | N
     if (~flags).sum() < max(N_TOPICS_MIN, 3):  # too few written rows: every row is written
         flags = np.zeros(n, dtype=bool)
     keys = [canonical_text(t) for t in texts]
-    written = sorted(np.flatnonzero(~flags).tolist(), key=lambda i: (keys[i], i))
-    others = sorted(np.flatnonzero(flags).tolist(), key=lambda i: (keys[i], i))
+    # (ties: texts differing in case or spacing only, in the order of their exact text; an
+    # exact duplicate's place changes nothing, its vector is the same)
+    written = sorted(np.flatnonzero(~flags).tolist(), key=lambda i: (keys[i], texts[i], i))
+    others = sorted(np.flatnonzero(flags).tolist(), key=lambda i: (keys[i], texts[i], i))
     n_w = len(written)
     if config.n_topics is None:
         k = max(N_TOPICS_MIN, min(config.max_topics, round(math.sqrt(n_w))))

@@ -475,6 +475,26 @@ def test_accepted_rows_join_the_written_topics_and_move_no_centroid() -> None:
     assert edited.assignment_key() != before.assignment_key()
 
 
+def test_an_accept_moves_no_language_centre() -> None:
+    """With ``language_centring`` the centres are the written rows' (review s48-f2: centres
+    of every row moved with each accept, and with them every centroid and the assignment
+    key, restarting the topic windows): an accepted in-domain question leaves the model's
+    assignment key as it was, unsupervised and supervised (whose fit never reads an accepted
+    row: it has no topic)."""
+    config = TopicConfig(language_centring=True)
+    before = TopicModel.fit(FEES + EXAMS + BUSES, config)
+    after = TopicModel.fit(FEES + EXAMS + BUSES + ["can the exam fee be paid online"], config,
+                           accepted=[False] * 18 + [True])  # fmt: skip
+    assert after.names == before.names
+    assert after.assignment_key() == before.assignment_key()
+    labelled = [(t, "fees") for t in FEES] + [(t, "exams") for t in EXAMS]
+    supervised = fit_topic_model(_gold(labelled), config=config)
+    accepted = GoldSet((*_gold(labelled), GoldQuestion("a-0", "can the exam fee be paid online",
+                                                       ("p-1",), harvest_id="c-0")))  # fmt: skip
+    grown = fit_topic_model(accepted, config=config)
+    assert grown.supervised and grown.assignment_key() == supervised.assignment_key()
+
+
 def test_a_close_group_of_accepted_rows_far_from_every_topic_is_a_topic() -> None:
     """Six accepted bus questions next to 12 written fee and exam rows (2 topics of 6: the bar
     is max(3, ceil(6 / 2)) = 3 rows) make a topic of their own, named by their content; two
