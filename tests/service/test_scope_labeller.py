@@ -74,7 +74,8 @@ def test_the_out_of_scope_windows_restart_only_when_the_verdicts_may_change(
     restarted = drift.report()["out_of_scope"]["windows_restarted"]
     assert restarted["after_events"] == 0 and restarted["timestamp"] is None  # no event yet
     assert restarted["why"].startswith(
-        "the out-of-scope detector was recalibrated on the changed gold set (")
+        "the out-of-scope detector was recalibrated on the changed gold set ("
+    )
     assert restarted["why"].endswith("counts made under the two are not comparable")
 
 
@@ -107,3 +108,38 @@ def test_the_service_restarts_the_out_of_scope_windows_after_an_accept(tmp_path:
         assert said.startswith("the out-of-scope detector was recalibrated")
     finally:
         runtime.stop()
+
+
+def test_the_language_windows_restart_only_for_a_new_candidate_language(tmp_path: Path) -> None:
+    """A row in a language the gold set lacked makes it an expected language (a short or
+    ambiguous question's label may move); another row in a language it has shifts only the
+    expected languages' shares (nothing restarts)."""
+    from service.runtime.analytics import apply_gold_references, gold_references
+
+    config = AnalyticsConfig(scope_method="off")
+    corpus = load_corpus(demo_path("corpus.jsonl"))
+    rows = _rows()
+    analytics = build_analytics(config, load_gold_set(_write(tmp_path / "g.jsonl", rows)), corpus)
+    drift = analytics.drift
+    assert drift is not None and "out_of_scope" not in drift.labellers  # (scope off)
+    first = drift.labellers["language"]
+    english = {"id": "q-en", "question": "Is there a library card for parents?", "gold": ["p-0002"],
+               "kind": "plain", "language": "en"}  # fmt: skip
+    gold = load_gold_set(_write(tmp_path / "g.jsonl", [*rows, english]))
+    apply_gold_references(analytics, *gold_references(analytics, config, gold))
+    assert drift.labellers["language"] == first and drift.restarts == {}
+    german = {"id": "q-de", "question": "Wie hoch sind die Studiengebühren im ersten Jahr?",
+              "gold": ["p-0002"], "kind": "plain", "language": "de"}  # fmt: skip
+    gold = load_gold_set(_write(tmp_path / "g.jsonl", [*rows, english, german]))
+    apply_gold_references(analytics, *gold_references(analytics, config, gold))
+    now = drift.labellers["language"]
+    # (the demo's gold languages, sorted; de is one of the 34 default candidates already)
+    assert (first.name, now.name) == (
+        "expected en, hi, hi-Latn of 34 candidate languages",
+        "expected de, en, hi, hi-Latn of 34 candidate languages",
+    )
+    assert drift.restarts["language"]["why"] == (
+        f"the language detector changed with the gold set's languages ({first.name} → "
+        f"{now.name}): counts made under the two are not comparable"
+    )
+    assert set(drift.restarts) == {"language"}

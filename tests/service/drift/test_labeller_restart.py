@@ -83,7 +83,10 @@ def test_a_new_labeller_restarts_the_out_of_scope_windows_only() -> None:
     assert drift.categorical["language"] is language and drift.rates["refusal"] is refusal
     # when: after the 6,000 events seen, at the watermark, the last event's time (5,999 · 6 s)
     assert drift.report()["out_of_scope"]["windows_restarted"] == {
-        "after_events": 6_000, "timestamp": _at(5_999).timestamp(), "why": "recalibrated"}
+        "after_events": 6_000,
+        "timestamp": _at(5_999).timestamp(),
+        "why": "recalibrated",
+    }
     assert drift.labellers["out_of_scope"] == B
     # the same traffic under B: no alarm, the baseline warms up again (6 h from 10:00)
     _feed(drift, 6_000, 9_000, out_of_ten=1)  # 10:00 to 15:00: still warming up
