@@ -165,3 +165,52 @@ def test_restart_text_says_when_and_why() -> None:
     assert text == ("out_of_scope windows started afresh at 2026-01-01 00:00 UTC (after 3000 "
                     "events): w; its baseline warms up again, and no count from before is "
                     "compared with one from after")  # fmt: skip
+
+
+def test_the_reports_say_the_restart_and_the_alarm_it_ended() -> None:
+    """The HTML drift section (replay page and status page) and the status page's *What
+    moved* row say the restart; the alarm table says why the open alarm ended."""
+    from service.html.drift_section import drift_section
+    from service.html.status import moved_section
+
+    drift = _drift(A)
+    _feed(drift, 0, 3_600, out_of_ten=2)
+    _feed(drift, 3_600, 4_800, out_of_ten=4)  # an open alarm
+    drift.set_labeller("out_of_scope", B, "the detector was recalibrated")
+    report = drift.report()
+    said = restart_text("out_of_scope", report["out_of_scope"]["windows_restarted"])
+    assert said.startswith("out_of_scope windows started afresh at 2026-01-01 07:59 UTC "
+                           "(after 4800 events): the detector was recalibrated")  # fmt: skip
+    html = str(drift_section(report))
+    assert said in html
+    assert "ended: its windows started afresh (the detector was recalibrated)" in html
+    moved = str(moved_section({"drift": report}))
+    assert said in moved and "no dimension in drift" in moved
+
+
+def test_the_drift_series_of_restarted_windows_read_untested() -> None:
+    """A ``drift`` state series kept from before a restart would page on windows that no
+    longer exist (``DriftDetected``): after it, the untested comparisons read
+    ``insufficient_data`` and p 1."""
+    from prometheus_client import CollectorRegistry
+
+    from service.telemetry import build_analytics_metrics
+
+    registry = CollectorRegistry()
+    metrics = build_analytics_metrics(registry)
+    drift = _drift(A)
+    _feed(drift, 0, 3_600, out_of_ten=2)
+    _feed(drift, 3_600, 4_800, out_of_ten=4)
+    metrics.observe_drift(drift.report())
+    labels = {"dimension": "out_of_scope", "comparison": "baseline"}
+
+    def state(name: str) -> float | None:
+        return registry.get_sample_value("goldwatch_drift_state", {**labels, "state": name})
+
+    assert state("drift") == 1.0
+    drift.set_labeller("out_of_scope", B, "recalibrated")
+    metrics.observe_drift(drift.report())
+    assert (state("drift"), state("insufficient_data")) == (0.0, 1.0)
+    assert registry.get_sample_value("goldwatch_drift_p_value", labels) == 1.0
+    other = {"dimension": "refusal", "comparison": "baseline", "state": "ok"}
+    assert registry.get_sample_value("goldwatch_drift_state", other) == 1.0  # kept
