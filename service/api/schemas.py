@@ -236,9 +236,9 @@ class DimensionDrift(TypedDict, total=False):
     (``out_of_scope``: only the verdicts the off-corpus cutoff's range does not move, while
     the out-of-scope share counts every verdict). ``windows_restarted`` ``{"after_events",
     "timestamp", "why"}`` (absent: never): the dimension's windows started afresh when its
-    labeller changed (``language``: the language detector's expected languages;
-    ``out_of_scope``: the out-of-scope detector recalibrated on a changed gold set), live or
-    across a restart; counts made under two labellers are never compared (docs/drift.md)."""
+    labeller changed (``out_of_scope``: the out-of-scope detector recalibrated on a changed
+    gold set), live or across a restart; counts made under two labellers are never compared
+    (docs/drift.md)."""
 
     state: Required[str]
     comparisons: Required[dict[str, dict[str, Any]]]

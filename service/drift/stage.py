@@ -132,14 +132,16 @@ RESTORE_RULES: dict[str, tuple[str, str, str]] = {
 #: What each dimension's labeller is called in the words of a restart
 #: (:meth:`DriftStage.set_labeller`): the detector or model that turns a question into the
 #: category or flag its windows count.
-LABELLER_NAMES = {"language": "the language detector", "topic": "the topic model",
-                  "out_of_scope": "the out-of-scope detector"}  # fmt: skip
+LABELLER_NAMES = {"topic": "the topic model", "out_of_scope": "the out-of-scope detector"}
 #: The dimensions whose labeller may be told (:meth:`DriftStage.set_labeller`): those whose
 #: labeller is derived from the gold set and can change while the windows keep counts.
-#: (``known_refusal`` and ``known_miss`` are not among them: their flags are the answer's
-#: refusal and production's ranking against the matched row's gold passages, the same for
-#: an event whatever other rows the gold set holds; a grown gold set adds known questions
-#: to their population as a change of the traffic would, docs/drift.md.)
+#: Not ``language``: its windows are the stream's event-time clock and kept-out counts
+#: (:attr:`DriftStage._kept_out_counter`), which a restart would lose, and the gold set
+#: moves its detector's labels little (docs/drift.md). Not ``known_refusal`` and
+#: ``known_miss``: their flags are the answer's refusal and production's ranking against the
+#: matched row's gold passages, the same for an event whatever other rows the gold set
+#: holds; a grown gold set adds known questions to their population as a change of the
+#: traffic would (docs/drift.md).
 LABELLED = tuple(LABELLER_NAMES)
 
 

@@ -13,8 +13,6 @@ unanswerable questions.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -933,7 +931,7 @@ def build_analytics(
         known_windows=_known_window_config(config.drift),
         known_min_count=config.drift.known_min_count,
         gold_topic_strata=topic_strata,
-        labellers={**language_labeller(detector), **scope_labeller(scope_stage)},
+        labellers=scope_labeller(scope_stage),
     )
     stages.append(drift)
     totals = AnnotationTotals()
@@ -1103,29 +1101,6 @@ def scope_labeller(stage: ScopeStage | EmbeddingScopeStage | None) -> dict[str, 
     if stage is None:
         return {}
     return {"out_of_scope": Labeller(stage.labeller_key(), scope_detector_name(stage) or "")}
-
-
-def language_labeller(detector: LanguageDetector) -> dict[str, Labeller]:
-    """``{"language": labeller}`` of the language detector: its candidate languages and its
-    expected ones (:func:`language_detector`: a language the gold set gains joins both), what
-    the ``language`` drift windows count under
-    (:meth:`~service.drift.stage.DriftStage.set_labeller`). Not its expected
-    languages' shares, which weigh only a short or ambiguous question's label and move with
-    every accepted row: the 18 rows trial 48 added (en 30 → 31, hi 10 → 11 rows) changed the
-    label of none of its 6,000 logged questions, and a key with them would restart the
-    ``language`` windows at each accept.
-
-    >>> from service.language.detector import LanguageConfig, LanguageDetector
-    >>> config = LanguageConfig(candidates=("en", "es"), preferred=("en",))
-    >>> language_labeller(LanguageDetector(config))["language"].name
-    'expected en of 2 candidate languages'
-    """
-    config = detector.config
-    blob = json.dumps([list(config.candidates), list(config.preferred)])
-    key = hashlib.blake2b(blob.encode("utf-8"), digest_size=8).hexdigest()
-    name = (f"expected {', '.join(config.preferred) or 'none'} of "
-            f"{len(config.candidates)} candidate languages")  # fmt: skip
-    return {"language": Labeller(key, name)}
 
 
 def scope_restart_why(before: str | None, after: str, notice: str | None) -> str:
@@ -1327,13 +1302,6 @@ def apply_gold_references(
         if isinstance(stage, TopicStage) and "language" in counts:
             stage.gold_languages = gold_language_keys(counts["language"])
     if analytics.drift is not None:
-        if detector is not None:  # a new candidate language moves labels (trial 48 H1's rule)
-            before = analytics.drift.labellers.get("language")
-            for dim, labeller in language_labeller(detector).items():
-                analytics.drift.set_labeller(dim, labeller, (
-                    f"the language detector changed with the gold set's languages "
-                    f"({before.name if before else 'unnamed'} → {labeller.name}): counts made "
-                    "under the two are not comparable"))  # fmt: skip
         analytics.drift.set_gold_counts(counts)
         if topic_strata is not None or model is not None:
             analytics.drift.set_topic_strata(topic_strata)

@@ -24,6 +24,13 @@ from service.runtime.analytics import (
 )
 from service.settings import AnalyticsConfig
 
+
+def _labeller() -> Any:
+    from service.drift.stage import Labeller
+
+    return Labeller("k")
+
+
 #: Nothing like it is in the demo gold set or corpus (as tests/service/test_scope_refresh.py).
 NEW_QUESTION = "Can I bring my pet iguana to the convocation ceremony?"
 
@@ -110,10 +117,10 @@ def test_the_service_restarts_the_out_of_scope_windows_after_an_accept(tmp_path:
         runtime.stop()
 
 
-def test_the_language_windows_restart_only_for_a_new_candidate_language(tmp_path: Path) -> None:
-    """A row in a language the gold set lacked makes it an expected language (a short or
-    ambiguous question's label may move); another row in a language it has shifts only the
-    expected languages' shares (nothing restarts)."""
+def test_the_language_and_topic_windows_are_not_restarted_here(tmp_path: Path) -> None:
+    """A row in a language the gold set lacked changes the language detector's expected
+    languages, and a refit topic model its topics: neither restarts windows here (the
+    language windows carry the stream's event-time clock; docs/drift.md)."""
     from service.runtime.analytics import apply_gold_references, gold_references
 
     config = AnalyticsConfig(scope_method="off")
@@ -121,25 +128,11 @@ def test_the_language_windows_restart_only_for_a_new_candidate_language(tmp_path
     rows = _rows()
     analytics = build_analytics(config, load_gold_set(_write(tmp_path / "g.jsonl", rows)), corpus)
     drift = analytics.drift
-    assert drift is not None and "out_of_scope" not in drift.labellers  # (scope off)
-    first = drift.labellers["language"]
-    english = {"id": "q-en", "question": "Is there a library card for parents?", "gold": ["p-0002"],
-               "kind": "plain", "language": "en"}  # fmt: skip
-    gold = load_gold_set(_write(tmp_path / "g.jsonl", [*rows, english]))
-    apply_gold_references(analytics, *gold_references(analytics, config, gold))
-    assert drift.labellers["language"] == first and drift.restarts == {}
+    assert drift is not None and drift.labellers == {}  # (scope off: no labeller told)
     german = {"id": "q-de", "question": "Wie hoch sind die Studiengebühren im ersten Jahr?",
               "gold": ["p-0002"], "kind": "plain", "language": "de"}  # fmt: skip
-    gold = load_gold_set(_write(tmp_path / "g.jsonl", [*rows, english, german]))
+    gold = load_gold_set(_write(tmp_path / "g.jsonl", [*rows, german]))
     apply_gold_references(analytics, *gold_references(analytics, config, gold))
-    now = drift.labellers["language"]
-    # (the demo's gold languages, sorted; de is one of the 34 default candidates already)
-    assert (first.name, now.name) == (
-        "expected en, hi, hi-Latn of 34 candidate languages",
-        "expected de, en, hi, hi-Latn of 34 candidate languages",
-    )
-    assert drift.restarts["language"]["why"] == (
-        f"the language detector changed with the gold set's languages ({first.name} → "
-        f"{now.name}): counts made under the two are not comparable"
-    )
-    assert set(drift.restarts) == {"language"}
+    assert drift.restarts == {}
+    with pytest.raises(ValueError, match="no labeller"):
+        drift.set_labeller("language", drift.labellers.get("x") or _labeller(), "x")

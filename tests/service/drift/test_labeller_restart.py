@@ -154,7 +154,7 @@ def test_a_snapshot_under_another_labeller_restores_no_out_of_scope_windows() ->
 def test_only_dimensions_with_a_labeller_can_restart() -> None:
     drift = _drift(None)
     assert drift.set_labeller("out_of_scope", A, "first told") is False  # told, nothing kept
-    for dim in ("refusal", "known_miss", "known_refusal", "terms"):
+    for dim in ("language", "refusal", "known_miss", "known_refusal", "terms"):
         with pytest.raises(ValueError, match="no labeller"):
             drift.set_labeller(dim, A, "x")
 
