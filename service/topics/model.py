@@ -552,7 +552,7 @@ class TopicModel:
         names, the centroids (rounded to 5 decimals) and the language centres. Two models
         with the same key give every question the same topic (novelty aside: its threshold
         moves with every gold row); the drift stage restarts its topic windows when it
-        changes (:meth:`~service.drift.stage.DriftStage.set_topic_model`)."""
+        changes (:meth:`~service.drift.stage.DriftStage.set_labeller`)."""
         centres = self._language_centres or {}
         blob = json.dumps([list(self.names),
                            np.round(self._centroids.astype(np.float64), 5).tolist(),

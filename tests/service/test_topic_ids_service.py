@@ -84,7 +84,9 @@ def test_an_accepted_gold_question_keeps_every_topic_id(tmp_path: Path) -> None:
     assert sum(counts["topic"].values()) == 19
     # the same topics and centroids: the drift windows keep counting (no restart)
     assert after.assignment_key() == before.assignment_key()
-    assert live.analytics.drift.topic_restart is None
+    assert "topic" not in live.analytics.drift.restarts
+    # windows kept by a version before content ids (no topic labeller) would not restore
+    assert live.analytics.drift.labellers["topic"].older_differs
 
 
 def test_accepted_questions_of_a_new_subject_make_a_topic_and_restart_the_topic_windows(
@@ -103,7 +105,7 @@ def test_accepted_questions_of_a_new_subject_make_a_topic_and_restart_the_topic_
     assert set(before.names) < set(after.names) and len(after.names) == 3
     new = (set(after.names) - set(before.names)).pop()
     assert _topics_of(live, ["bus to the campus"]) == [new]
-    restart = live.analytics.drift.topic_restart
+    restart = live.analytics.drift.restarts.get("topic")
     assert restart is not None and restart["why"].startswith("the topic model changed (3 topics)")
     assert live.analytics.topic_descriptions == after.labels()
     assert live.analytics.detector_quality["novelty"] == after.novelty_quality
@@ -172,3 +174,24 @@ def test_an_accepted_question_in_a_new_language_makes_it_expected(tmp_path: Path
     n_en = len(FEES + EXAMS + BUSES)
     assert stage.detector.config.preferred_shares == (float(n_en), 2.0)
     assert sum(counts["language"].values()) == n_en + 2
+
+
+def test_replay_reports_say_a_topic_restart_in_text_and_html(tmp_path: Path) -> None:
+    """A restart of the topic windows (``windows_restarted``) is a line of the text report and
+    of the HTML drift section, as the out-of-scope one (review s48-f2: JSON only)."""
+    from service.drift.stage import restart_text
+
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    events = tmp_path / "events.jsonl"
+    with events.open("w", encoding="utf-8") as handle:
+        for i, question in enumerate(FEES + EXAMS + BUSES):
+            row = {"event_id": f"e-{i}", "question": question,
+                   "timestamp": f"2026-01-01T00:00:{i:02d}Z"}  # fmt: skip
+            handle.write(json.dumps(row) + "\n")
+    report = run_replay(_settings(gold), events, None, tmp_path / "dlq.jsonl")
+    restarted = {"after_events": 18, "timestamp": 1767225617.0, "why": "the gold set changed"}
+    report["analytics"]["drift"]["topic"]["windows_restarted"] = restarted
+    said = restart_text("topic", restarted)
+    assert said.startswith("topic windows started afresh at 2026-01-01 00:00 UTC (after 18 ")
+    assert f"  {said}" in render_text(report).splitlines()
+    assert said in render_replay_html(report)
