@@ -117,7 +117,9 @@ def test_the_service_restarts_the_out_of_scope_windows_after_an_accept(tmp_path:
         runtime.stop()
 
 
-def test_the_language_and_topic_windows_are_not_restarted_here(tmp_path: Path) -> None:
+def test_a_new_gold_language_restarts_nothing_and_an_unlabelled_row_keeps_the_topics(
+    tmp_path: Path,
+) -> None:
     """A row in a language the gold set lacked changes the language detector's expected
     languages: that restarts no windows (the language windows carry the stream's event-time
     clock; docs/drift.md). The demo's topics are its labels; the row has none, so the topic
