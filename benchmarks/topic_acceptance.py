@@ -36,10 +36,11 @@ All streams are deterministic (seeded) from ``../shared/data``:
    questions per intent (3,000), nearest topic of the 4,500 test questions; NMI vs the 150
    intents and the 10 domains, with 150 topics and with the default rule (50); LSA + KMeans.
 3. **Stable identities** (:func:`stable_ids`): 1,000 gold questions (CLINC150 training), one
-   accepted question (a validation question) → refit given the previous model; the ids kept
-   and the agreement of the topic names given to 1,000 live (test) questions before/after;
-   also after a restart (identity through JSON) and after 100 accepted questions, and for a
-   refit that ignores the previous model (today's renumbering).
+   accepted question (a validation question, flagged as an accept writes it) → refit given
+   the previous model; the ids kept and the agreement of the topic names given to 1,000 live
+   (test) questions before/after; also after a restart (identity through JSON) and after 100
+   accepted questions, and for a fit without any previous model (a fresh replica: content ids
+   since the forty-eighth session; the renumbering before).
 4. **Like-for-like** (:func:`like_for_like`): a gold set of 3,000 rows with supervised labels —
    2,000 CLINC150 training questions (200 from each of its 10 domains, ``topic`` = domain)
    and 1,000 general-knowledge rows (500 NQ-open + 500 XQuAD-en questions, ``topic`` =
@@ -362,11 +363,17 @@ def stable_ids(n_gold: int = 1000, n_live: int = 1000, embedder: Embedder | None
     start = time.perf_counter()
     before = TopicModel.fit(gold, config, embedder=embedder)
     fit_s = time.perf_counter() - start
-    one = TopicModel.fit([*gold, accepted[0]], config, embedder=embedder, previous=before)
+    # accepted rows are flagged as an accept writes them (harvest_id): they join the topics
+    flag = [False] * len(gold)
+    one = TopicModel.fit([*gold, accepted[0]], config, embedder=embedder, previous=before,
+                         accepted=[*flag, True])  # fmt: skip
     identity = json.loads(json.dumps(before.identity()))
     restart = TopicModel.fit(gold, config, embedder=embedder, previous=identity)
-    hundred = TopicModel.fit([*gold, *accepted], config, embedder=embedder, previous=before)
-    cold = TopicModel.fit([*gold, accepted[0]], config, embedder=embedder)
+    hundred = TopicModel.fit([*gold, *accepted], config, embedder=embedder, previous=before,
+                             accepted=[*flag, *[True] * len(accepted)])  # fmt: skip
+    # a replica fitting the same gold set without any previous model (content ids)
+    cold = TopicModel.fit([*gold, accepted[0]], config, embedder=embedder,
+                          accepted=[*flag, True])  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "topics.model"
         before.save(path)

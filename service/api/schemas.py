@@ -234,7 +234,12 @@ class DimensionDrift(TypedDict, total=False):
     ``rising`` terms, each with its ``surface`` form, shares and counts, Mantel–Haenszel odds
     ratio and p-value. A rate dimension says what its windows count in ``counts``
     (``out_of_scope``: only the verdicts the off-corpus cutoff's range does not move, while
-    the out-of-scope share counts every verdict)."""
+    the out-of-scope share counts every verdict). ``windows_restarted`` ``{"after_events",
+    "timestamp", "why"}`` (absent: never): the dimension's windows started afresh when its
+    labeller changed (``out_of_scope``: the out-of-scope detector recalibrated on a changed
+    gold set; ``topic``: the topic model's assignment changed, or the first start after
+    content ids, docs/topics.md), live or across a restart; counts made under two labellers
+    are never compared (docs/drift.md)."""
 
     state: Required[str]
     comparisons: Required[dict[str, dict[str, Any]]]
@@ -248,6 +253,7 @@ class DimensionDrift(TypedDict, total=False):
     suppressed_categories: dict[str, str]
     confounded: dict[str, str | list[str]]
     counts: str
+    windows_restarted: dict[str, Any]
     alpha_per_day: float
     min_term_questions: int
 
@@ -286,7 +292,9 @@ class DriftReport(TypedDict):
     those categories rising since it opened; one with ``tested_state`` is a drift kept quiet
     by a confound; a gold-set comparison's opening or clearing says under ``reads`` what it
     means: a standing gap between the traffic and the gold set, found once enough traffic was
-    seen, not a change at that time), ``events_seen`` and :class:`EventTime`."""
+    seen, not a change at that time; one with ``restarted`` ended an open alarm when its
+    dimension's windows started afresh, saying why), ``events_seen`` and
+    :class:`EventTime`."""
 
     language: DimensionDrift
     topic: DimensionDrift

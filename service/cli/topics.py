@@ -50,7 +50,7 @@ def topics_group() -> None:
     type=FilePath(path_type=Path, dir_okay=False, exists=True),
     default=None,
     help="A topic artefact this fit replaces: its unsupervised topic ids are kept where the "
-    "topics barely moved.",
+    "topics barely moved (matched by centroid; every replica loads the saved model).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
 @click.option("--out", type=FilePath(path_type=Path, dir_okay=False), required=True)
@@ -87,7 +87,13 @@ def topics_fit(
             settings.analytics.embeddings,
             [q.question for q in gold_set] + [p.text for p in passages],
         )
-        before = TopicModel.load(previous, embedder) if previous is not None else None
+        before = None
+        if previous is not None:
+            # matched, whatever its scheme: a saved model is what every replica loads, so
+            # keeping its ids costs no agreement between them (content ids would rename a
+            # topic whose min-hash question moved)
+            identity = TopicModel.load(previous, embedder).identity()
+            before = None if identity is None else {**identity, "scheme": "matched"}
         model = fit_topic_model(gold_set, passages, topic_config, use_gold_topics,
                                 embedder=embedder, previous=before)  # fmt: skip
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -129,6 +129,42 @@ RESTORE_RULES: dict[str, tuple[str, str, str]] = {
                      "before they counted only the verdicts the off-corpus cutoff's range "
                      "does not move"),
 }  # fmt: skip
+#: What each dimension's labeller is called in the words of a restart
+#: (:meth:`DriftStage.set_labeller`): the detector or model that turns a question into the
+#: category or flag its windows count.
+LABELLER_NAMES = {"topic": "the topic model", "out_of_scope": "the out-of-scope detector"}
+#: The dimensions whose labeller may be told (:meth:`DriftStage.set_labeller`): those whose
+#: labeller is derived from the gold set and can change while the windows keep counts.
+#: Not ``language``: its windows are the stream's event-time clock and kept-out counts
+#: (:attr:`DriftStage._kept_out_counter`), which a restart would lose, and the gold set
+#: moves its detector's labels little (docs/drift.md). Not ``known_refusal`` and
+#: ``known_miss``: their flags are the answer's refusal and production's ranking against the
+#: matched row's gold passages, the same for an event whatever other rows the gold set
+#: holds; a grown gold set adds known questions to their population as a change of the
+#: traffic would (docs/drift.md).
+LABELLED = tuple(LABELLER_NAMES)
+
+
+class Labeller(NamedTuple):
+    """The labeller a dimension's windows count under (:meth:`DriftStage.set_labeller`).
+
+    Attributes:
+        key: what its labels depend on, hashed (equal keys: every question gets the same
+            label), e.g. :meth:`~service.refusals.stage.EmbeddingScopeStage.labeller_key`.
+        name: the labeller in words, said when it changes (e.g. ``"embedding, threshold
+            0.4169, off-corpus cutoff Deva 0.6680, Latn 0.2700"``); ``""``: none.
+        older_differs: windows of a snapshot that names no labeller of this dimension (kept
+            by a version before it was saved) counted under another one: they start afresh
+            too (the unsupervised topic model, whose topics are fitted on the written rows
+            and named by content since then: review s48-f2, an upgrade kept 37–90 % of
+            traffic's topics). Not saved in the snapshot.
+    """
+
+    key: str
+    name: str = ""
+    older_differs: bool = False
+
+
 #: The most languages the topic windows keep apart (:attr:`DriftStage.topic_strata`); the
 #: questions of any other language are counted together (stratum ``""``).
 TOPIC_STRATA = 16
@@ -299,8 +335,17 @@ class DriftStage:
         known_min_count: int = 30,
         clock: Callable[[], float] = time.time,
         gold_topic_strata: Mapping[str, Counts] | None = None,
+        labellers: Mapping[str, Labeller] | None = None,
     ) -> None:
         windows = windows or WindowConfig()
+        #: the labeller each dimension of :data:`LABELLED` counts under (absent: not told;
+        #: :meth:`set_labeller`), in the snapshot: a restart under another one warms the
+        #: dimension up afresh (:meth:`restore`)
+        self.labellers: dict[str, Labeller] = dict(labellers or {})
+        #: dimension -> when and why its windows last started afresh for a new labeller
+        #: (``{"after_events", "timestamp", "why"}``, :meth:`set_labeller`), in the report
+        #: as ``windows_restarted``; kept in the snapshot
+        self.restarts: dict[str, dict[str, Any]] = {}
         self.clock = clock
         common = {"windows": windows, "min_count": min_count, "alpha": alpha,
                   "n_dimensions": len(SHARED)}  # fmt: skip
@@ -318,8 +363,9 @@ class DriftStage:
                  "pooled_strata": ("und",)}  # fmt: skip
         settings = {dim: {**common, **(joint if dim == "topic" else {})}
                     for dim in CATEGORICAL}  # fmt: skip
-        self.categorical = {
-            dim: CategoricalDriftDetector(
+
+        def categorical(dim: str) -> CategoricalDriftDetector:
+            return CategoricalDriftDetector(
                 self.gold_counts.get(dim),
                 min_jsd=min_jsd,
                 min_share_change=min_share_change,
@@ -327,8 +373,9 @@ class DriftStage:
                 clear_share_change=min_share_change / 2,
                 **settings[dim],  # type: ignore[arg-type]
             )
-            for dim in CATEGORICAL
-        }
+
+        self._new_categorical = categorical
+        self.categorical = {dim: categorical(dim) for dim in CATEGORICAL}
         self.set_topic_strata(gold_topic_strata)
         # known_refusal and known_miss: their own windows and min_count (known questions are
         # few), the same level as each shared dimension's (each its own Bonferroni share, as
@@ -337,17 +384,20 @@ class DriftStage:
         self.known_window_s = float((known_windows or windows).window_s)
         known = {**common, "windows": known_windows or windows, "min_count": known_min_count,
                  "min_reference_count": min(30, known_min_count)}  # fmt: skip
-        self.rates = {
-            dim: (LanguageRateDriftDetector if dim == KNOWN_MISS else RateDriftDetector)(
+
+        def rate(dim: str) -> RateDriftDetector:
+            made = (LanguageRateDriftDetector if dim == KNOWN_MISS else RateDriftDetector)(
                 None,
                 min_change=min_rate_change,
                 clear_change=min_rate_change / 2,
                 **(known if dim in KNOWN else common),  # type: ignore[arg-type]
             )
-            for dim in RATES
-        }
-        for dim in KNOWN:  # (a revert clears one short window later, not a known day)
-            self.rates[dim].clear_window_s = float(windows.window_s)
+            if dim in KNOWN:  # (a revert clears one short window later, not a known day)
+                made.clear_window_s = float(windows.window_s)
+            return made
+
+        self._new_rate = rate
+        self.rates = {dim: rate(dim) for dim in RATES}
         self.terms: TermsDriftDetector | None = None
         if terms and windows.baseline != "none":
             self.terms = TermsDriftDetector(
@@ -791,6 +841,68 @@ class DriftStage:
             columns[i] = _Column("topic", keys, rows, column.values)
         return columns
 
+    def set_labeller(self, dim: str, labeller: Labeller, why: str) -> bool:
+        """The labeller of ``dim`` (one of :data:`LABELLED`) is now ``labeller``. When it is
+        another one than the windows counted under (another :attr:`Labeller.key`), the
+        dimension's windows start afresh (:meth:`restart`): counts made under two labellers
+        are not comparable (trial 48 H1: 17 accepted gold rows moved the off-corpus cutoffs,
+        Deva 0.668 → 0.515, and a frozen baseline of 13.3 % judged by the old detector
+        alarmed against 4.5 % of unchanged traffic judged by the new one). ``why``: the
+        change, said in the report (``windows_restarted``). Not restarted: the same key (a
+        gold-set change that leaves every label as it was), or a stage not told its labeller
+        before (it is then told). Returns whether the windows started afresh.
+
+        Raises:
+            ValueError: ``dim`` is not one of :data:`LABELLED`.
+        """
+        if dim not in LABELLED:
+            raise ValueError(f"drift dimension {dim!r} has no labeller to set")
+        known = self.labellers.get(dim)
+        self.labellers[dim] = labeller
+        if known is None or known.key == labeller.key:
+            return False
+        self.restart(dim, why)
+        return True
+
+    def restart(self, dim: str, why: str) -> None:
+        """Start the windows of ``dim`` (one of :data:`LABELLED`) afresh, as at a first start:
+        a new detector (a categorical one keeps its gold-set reference and strata), so the
+        current window, the frozen baseline and the tests go and the baseline warms up again
+        (``analytics.drift.warmup_s``); an alarm of it still open ends there, its entry in
+        :attr:`alarms` reading ``insufficient_data`` with ``restarted`` (``why``). When and
+        why are kept in :attr:`restarts` (the report's ``windows_restarted``): the events
+        seen so far and the event-time watermark (``None`` before any event). The other
+        dimensions keep theirs.
+
+        Raises:
+            ValueError: ``dim`` is not one of :data:`LABELLED`.
+        """
+        if dim not in LABELLED:
+            raise ValueError(f"drift dimension {dim!r} has no labeller to restart for")
+        watermark = self._kept_out_counter.window.watermark
+        at = None if watermark is None else float(watermark)
+        prefix = f"{dim}/"
+        for key, state in list(self._last_state.items()):
+            if not key.startswith(prefix):
+                continue
+            if state == "drift":  # an open alarm ends with the windows it was tested on
+                entry = {"dimension": dim, "comparison": key[len(prefix):],
+                         "state": "insufficient_data", "after_events": self.events_seen,
+                         "timestamp": at or 0.0, "restarted": why}  # fmt: skip
+                self.alarms = [*self.alarms, entry][-MAX_ALARMS:]
+            del self._last_state[key]
+        for kept in (self._named, self._quiet_why):
+            for key in [k for k in kept if k.startswith(prefix)]:
+                del kept[key]
+        if dim in self.categorical:
+            old = self.categorical[dim]
+            fresh = self._new_categorical(dim)
+            fresh.set_reference_strata(getattr(old, "_reference_strata", None))
+            self.categorical[dim] = fresh
+        else:
+            self.rates[dim] = self._new_rate(dim)
+        self.restarts[dim] = {"after_events": self.events_seen, "timestamp": at, "why": why}
+
     def set_gold_counts(self, gold_counts: Mapping[str, Counts]) -> None:
         """Replace the gold-set reference counts (the gold set grew); live windows are kept,
         the next tests compare against the new reference."""
@@ -1176,6 +1288,9 @@ class DriftStage:
                 # which the all-verdict share beside them is not (a user comparing them)
                 "counts": UNITS[dim],
             }
+        for dim, restarted in self.restarts.items():  # (labellers: set_labeller)
+            if dim in out:
+                out[dim]["windows_restarted"] = dict(restarted)
         if self.terms is not None:  # the test's budget said with it (its quality)
             out[TERMS] = {
                 "state": self.terms.state,
@@ -1315,6 +1430,11 @@ class DriftStage:
             "live_counts": {dim: dict(c) for dim, c in self.live_counts.items()},
             "recent_kept_out": [list(update) for update in self._recent],
             "topic_strata": list(self.topic_strata),
+            "labellers": {
+                dim: {"key": labeller.key, "name": labeller.name}
+                for dim, labeller in self.labellers.items()
+            },  # fmt: skip
+            "restarts": {dim: dict(restarted) for dim, restarted in self.restarts.items()},
             **{key: rule for key, rule, _ in RESTORE_RULES.values()},
         }
 
@@ -1341,7 +1461,12 @@ class DriftStage:
         detectors = dict(state.get("detectors", {}))
         if KNOWN_MISS_STATE in detectors:  # (else: a snapshot before, plain flags: kept)
             detectors[KNOWN_MISS] = detectors[KNOWN_MISS_STATE]
+        changed = self._labellers_changed(state)
         for dim, det in self._detectors().items():
+            if dim in changed:
+                log.info("drift: the %s windows of a state kept under another labeller are "
+                         "not restored: the dimension warms up afresh", dim)  # fmt: skip
+                continue
             if dim in RESTORE_RULES:
                 key, rule, differed = RESTORE_RULES[dim]
                 if state.get(key) != rule:
@@ -1363,6 +1488,10 @@ class DriftStage:
         self._named = {str(k): [str(c) for c in v] for k, v in named.items()}
         # (a snapshot from before: no why kept; the held quiet row then says it without one)
         self._quiet_why = {str(k): str(v) for k, v in state.get("quiet_why", {}).items()}
+        self.restarts = {str(dim): dict(kept)
+                         for dim, kept in (state.get("restarts") or {}).items()}  # fmt: skip
+        for dim, why in changed.items():  # (after the alarms: an open one of it ends)
+            self.restart(dim, why)
         for dim, counts in state.get("live_counts", {}).items():
             if dim in self.live_counts:
                 self.live_counts[dim] = Counter({str(k): int(v) for k, v in counts.items()})
@@ -1374,6 +1503,33 @@ class DriftStage:
             recent = [[late + future + ahead + window.accepted, late, future, ahead]]
         for update in recent:
             self._remember(tuple(int(value) for value in update))
+
+    def _labellers_changed(self, state: Mapping[str, Any]) -> dict[str, str]:
+        """``{dimension: why}`` of the dimensions whose labeller the snapshot ``state`` was
+        kept under differs from the one this stage is told (:attr:`labellers`): their windows
+        are not restored, they start afresh (:meth:`restart`), e.g. ``"the out-of-scope
+        detector changed while the service was stopped (embedding, … → embedding, …): counts
+        made under the two are not comparable"``. A snapshot kept without a labeller of a
+        dimension (before they were saved) restores it as before unless its labeller says
+        :attr:`Labeller.older_differs`; a dimension this stage is not told the labeller of
+        restores as before."""
+        saved = state.get("labellers") or {}
+        changed: dict[str, str] = {}
+        for dim, labeller in self.labellers.items():
+            kept = saved.get(dim)
+            if not isinstance(kept, Mapping) and labeller.older_differs:
+                changed[dim] = (f"{LABELLER_NAMES[dim]} changed with the upgrade (now "
+                                f"{labeller.name or 'unnamed'}; the windows kept do not say "
+                                "theirs): counts made under the two are not "
+                                "comparable")  # fmt: skip
+                continue
+            if not isinstance(kept, Mapping) or kept.get("key") in (None, labeller.key):
+                continue
+            was, now = str(kept.get("name") or ""), labeller.name
+            names = f" ({was or 'unnamed'} → {now or 'unnamed'})" if was or now else ""
+            changed[dim] = (f"{LABELLER_NAMES[dim]} changed while the service was stopped"
+                            f"{names}: counts made under the two are not comparable")  # fmt: skip
+        return changed
 
 
 def _named_by(alarms: list[dict[str, Any]], last_state: Mapping[str, str]
@@ -1436,6 +1592,24 @@ test stays so for 4 h (2026-01-01 14:40 UTC at the earliest)'
     return (f"effect below half the threshold since {_utc(since)}; the alarm ends once "
             f"every test stays so for {_duration(span_s)} ({_utc(since + span_s)} at the "
             "earliest)")  # fmt: skip
+
+
+def restart_text(dim: str, restarted: Mapping[str, Any]) -> str:
+    """A dimension's windows started afresh for a new labeller (the report's
+    ``windows_restarted``: :meth:`DriftStage.restart`), in words.
+
+    >>> restart_text("out_of_scope", {"after_events": 3000, "timestamp": 1764460620.0,
+    ...                               "why": "the out-of-scope detector changed"})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'out_of_scope windows started afresh at 2025-11-29 23:57 UTC (after 3000 events): the
+    out-of-scope detector changed; its baseline warms up again, and no count from before is
+    compared with one from after'
+    """
+    stamp = restarted.get("timestamp")
+    at = f" at {_utc(float(stamp))}" if stamp is not None else ""
+    return (f"{dim} windows started afresh{at} (after {restarted.get('after_events', 0)} "
+            f"events): {restarted.get('why', '')}; its baseline warms up again, and no count "
+            "from before is compared with one from after")  # fmt: skip
 
 
 def _untested_held(test: Mapping[str, Any], last: Any, bound_s: float,

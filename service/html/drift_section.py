@@ -13,7 +13,13 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.drift.stage import adjusted_note, language_moves, rate_moves, silenced_verb
+from service.drift.stage import (
+    adjusted_note,
+    language_moves,
+    rate_moves,
+    restart_text,
+    silenced_verb,
+)
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
 from service.refusals.scope import windows_count
@@ -102,6 +108,10 @@ def drift_section(
         para(f"{dim}: {silenced_verb(dim)} — {why}", "warn")
         for dim, why in sorted((drift.get("suppressed_dimensions") or {}).items())
     ]
+    # windows started afresh under a new labeller (trial 48 H1: a recalibrated detector)
+    parts += [para(restart_text(dim, drift[dim]["windows_restarted"]), "warn")
+              for dim in DIMENSIONS
+              if (drift.get(dim) or {}).get("windows_restarted")]  # fmt: skip
     if held:
         parts.append(para(HELD_NOTE, "muted"))
     alarms = drift.get("alarms") or []
@@ -326,6 +336,8 @@ def _moved(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if alarm.get("widened"):  # an open alarm widened: what rose since it opened, then all
         rest = _moved({k: v for k, v in alarm.items() if k != "widened"}, silenced)
         return f"now also rising: {', '.join(alarm['widened'])}; {rest}"
+    if alarm.get("restarted"):  # ended: its windows started afresh under a new labeller
+        return f"ended: its windows started afresh ({alarm['restarted']})"
     if alarm.get("suppressed"):  # ended by the whole dimension's suppression: not cleared
         rest = _moved({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
         return f"ended: the dimension raises no alarm now ({alarm['suppressed']}); {rest}"

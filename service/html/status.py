@@ -22,7 +22,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.drift.stage import REFERENCE_GAP
+from service.drift.stage import REFERENCE_GAP, restart_text
 from service.harvest.shed_note import not_compared_note
 from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, gold_run_text, suggestion_rows
@@ -137,7 +137,12 @@ def moved_section(
             for name, test in (drift.get(dim) or {}).get("comparisons", {}).items()
             if test.get("state") == "drift"
         ]
-        moved = Markup("<br>".join(moving)) if moving else "no dimension in drift"
+        # windows started afresh under a new labeller (trial 48 H1): said beside what moved
+        restarted = [esc(restart_text(dim, (drift.get(dim) or {})["windows_restarted"]))
+                     for dim in DIMENSIONS
+                     if (drift.get(dim) or {}).get("windows_restarted")]  # fmt: skip
+        said = [*(moving or [esc("no dimension in drift")]), *restarted]
+        moved = Markup("<br>".join(said)) if moving or restarted else "no dimension in drift"
         rows.append([_link("drift", "drift"), moved])
         refusals = analytics.get("refusals") or {}
         state = ((drift.get("refusal") or {}).get("state")) or "–"

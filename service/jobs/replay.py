@@ -91,7 +91,7 @@ from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import grouped_note, uncovered_note
-from service.drift.stage import adjusted_note, rate_moves, silenced_verb
+from service.drift.stage import adjusted_note, rate_moves, restart_text, silenced_verb
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     apart_text,
@@ -702,6 +702,9 @@ def render_text(doc: ReplayReport) -> str:
     lines.append(f"drift now ({against}): {states}")
     lines += [f"  {dim} {silenced_verb(dim)}: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
+    # windows started afresh under a new labeller (trial 48 H1: a recalibrated detector)
+    lines += [f"  {restart_text(dim, drift[dim]['windows_restarted'])}"
+              for dim in shown if (drift.get(dim) or {}).get("windows_restarted")]  # fmt: skip
     if terms_line := terms_quality_text(drift.get("terms")):
         lines.append(f"  {terms_line}")
     unlabelled = [u["language"] for u in labels.get("unlabelled") or ()]
@@ -770,6 +773,8 @@ def render_text(doc: ReplayReport) -> str:
         elif alarm.get("suppressed"):  # the whole dimension stopped alarming: not "cleared"
             lines.append(f"  ended  {where}: the dimension raises no alarm now "
                          f"({alarm['suppressed']})")  # fmt: skip
+        elif alarm.get("restarted"):  # its windows started afresh under a new labeller
+            lines.append(f"  ended  {where}: its windows started afresh ({alarm['restarted']})")
         elif alarm["state"] != "drift":
             why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
             # (a gold-set comparison's: what its clearing means, trial 41)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import pickle
 from collections import Counter
@@ -1949,6 +1950,31 @@ class EmbeddingScope:
         state["model"] = model.blob if isinstance(model, PickledEstimator) else pickle.dumps(model)
         return state
 
+    def verdict_key(self) -> str:
+        """What this detector's verdicts depend on, as 16 hex chars of sha256: the fitted
+        regression (its pickle, as the fit cache keeps it), the gold and corpus vectors it
+        measures a question against, the gold rows' answerability, the chosen features, the
+        retriever and its missing score, the threshold and the off-corpus rule (cutoffs,
+        their ranges, by language and script; not the notice of its last move). Two
+        detectors with the same key give every question the same probability and verdict; a
+        refit on a changed gold set gives another key unless its fit is the same bits (the
+        drift stage then keeps the ``out_of_scope`` windows:
+        :meth:`~service.drift.stage.DriftStage.set_labeller`). Bits: the fit runs on one
+        BLAS thread and a restart reads it from the fit cache, so a restart on one machine
+        keeps the key; a refit on another CPU model may not."""
+        model = self.model
+        blob = model.blob if isinstance(model, PickledEstimator) else pickle.dumps(model)
+        support = {k: v for k, v in self.support._asdict().items() if k != "change"}
+        digest = hashlib.sha256()
+        for array in (self.gold_vectors, self.gold_answerable, self.passage_vectors):
+            digest.update(hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest())
+        digest.update(hashlib.sha256(blob).digest())
+        rest = [list(map(int, self.columns)), float(self.missing_score), bool(self.use_corpus),
+                bool(self.use_retriever), self.retriever,
+                float(self.calibration.threshold), support]  # fmt: skip
+        digest.update(json.dumps(rest, sort_keys=True, default=repr).encode("utf-8"))
+        return digest.hexdigest()[:16]
+
     @classmethod
     def restore(cls, embedder: Any, state: Mapping[str, Any]) -> EmbeddingScope:
         """The detector :meth:`fitted_state` was taken from, applying ``embedder`` (the one
@@ -2296,6 +2322,16 @@ class KnownScope:
 
         self.index = KnownQuestionIndex(gold, threshold=threshold, cache_size=cache_size)
         self.answerable = {q.id: q.answerable for q in gold}
+        self.threshold = threshold
+        self._gold = tuple(gold)
+
+    @functools.cached_property
+    def key(self) -> str:
+        """What the known questions' verdicts depend on, as 16 hex chars of sha256: each gold
+        row's id, question (as indexed) and answerability, and the match threshold."""
+        rows = sorted([q.id, q.question, bool(q.answerable)] for q in self._gold)
+        blob = json.dumps([rows, self.threshold], sort_keys=True)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     def verdicts(self, questions: Sequence[str]) -> list[tuple[str | None, bool | None]]:
         """Per question ``(gold id, in scope?)``, or ``(None, None)`` when it is not known."""

@@ -140,6 +140,16 @@ class ScopeStage(StatelessStage):
         self.calibration, self.known = rebuilt.calibration, rebuilt.known
         self.calibrated = rebuilt.calibrated
 
+    def labeller_key(self) -> str:
+        """What this stage's verdicts depend on (16 hex chars): the retriever and the
+        calibrated threshold, and the known questions (:attr:`KnownScope.key`); the drift
+        stage's ``out_of_scope`` windows restart when it changes
+        (:meth:`~service.drift.stage.DriftStage.set_labeller`)."""
+        calibration = self.calibration
+        known = self.known.key if self.known is not None else ""
+        blob = f"retriever\t{calibration.retriever}\t{calibration.threshold!r}\t{known}"
+        return blake2b(blob.encode("utf-8"), digest_size=8).hexdigest()
+
     def scores(self, events: Sequence[QueryLogEvent]) -> list[float | None]:
         """Best score per event, from the built-in retriever or the events themselves."""
         if self.retriever is None:
@@ -270,6 +280,15 @@ class EmbeddingScopeStage(StatelessStage):
         self.calibrated = rebuilt.calibrated
         self.families = rebuilt.families
         self.languages = rebuilt.languages
+
+    def labeller_key(self) -> str:
+        """What this stage's verdicts depend on (16 hex chars): the detector's
+        (:meth:`~service.refusals.scope.EmbeddingScope.verdict_key`) and the known questions'
+        (:attr:`KnownScope.key`); the drift stage's ``out_of_scope`` windows restart when it
+        changes (:meth:`~service.drift.stage.DriftStage.set_labeller`)."""
+        known = self.known.key if self.known is not None else ""
+        blob = f"embedding\t{self.detector.verdict_key()}\t{known}"
+        return blake2b(blob.encode("utf-8"), digest_size=8).hexdigest()
 
     def _retriever_scores(self, questions: list[str]) -> list[float | None] | None:
         """The built-in retriever's best score per question (remembered in ``cache``), or

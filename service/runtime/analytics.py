@@ -23,7 +23,7 @@ import numpy as np
 
 from service.data.corpus import Corpus
 from service.data.goldset import GoldSet, GoldSetError
-from service.drift.stage import DriftStage
+from service.drift.stage import DriftStage, Labeller
 from service.drift.windows import WindowConfig
 from service.embeddings.config import english_model_notice
 from service.embeddings.model import shared_embedder
@@ -369,8 +369,10 @@ def fit_topic_model(
     prediction, as live traffic is (:meth:`TopicModel.gold_counts`), so one unlabelled row
     never turns the gold set's own labels into clusters. Passages are then not used, having
     no label. Otherwise (no labels, or too few: the rule's notice) the topics are clusters of
-    all the questions and passages. ``previous`` (the model being replaced, or its identity
-    from the state store) keeps unsupervised topic ids.
+    all the questions and passages: fitted on the rows the user wrote (and the passages),
+    the accepted suggestions (``harvest_id``) joining them (:meth:`TopicModel.fit`'s
+    ``accepted``). ``previous`` (the model being replaced, or its identity from the state
+    store) keeps unsupervised topic ids of before content ids.
 
     Raises:
         GoldSetError: enough rows are labelled, all with the same label (supervised topics
@@ -388,7 +390,10 @@ def fit_topic_model(
                               labels=[q.topic for q in labelled],  # type: ignore[misc]
                               embedder=embedder, previous=previous)  # fmt: skip
     texts = [q.question for q in questions] + [p.text for p in passages]
-    return TopicModel.fit(texts, config, embedder=embedder, previous=previous)
+    # accepted suggestions (harvest_id) join the topics fitted on the rows the user wrote
+    accepted = [q.harvest_id is not None for q in questions] + [False] * len(passages)
+    return TopicModel.fit(texts, config, embedder=embedder, previous=previous,
+                          accepted=accepted)  # fmt: skip
 
 
 def analysis_gold(gold: GoldSet) -> GoldSet:
@@ -931,6 +936,10 @@ def build_analytics(
         known_windows=_known_window_config(config.drift),
         known_min_count=config.drift.known_min_count,
         gold_topic_strata=topic_strata,
+        labellers={
+            **scope_labeller(scope_stage),
+            **topic_labeller(model, fitted=config.topics_model is None),
+        },
     )
     stages.append(drift)
     totals = AnnotationTotals()
@@ -1092,6 +1101,57 @@ def scope_detector_name(stage: Any) -> str | None:
     )
 
 
+def scope_labeller(stage: ScopeStage | EmbeddingScopeStage | None) -> dict[str, Labeller]:
+    """``{"out_of_scope": labeller}`` of a scope stage (its
+    :meth:`~service.refusals.stage.EmbeddingScopeStage.labeller_key` and
+    :func:`scope_detector_name`), what the drift stage's ``out_of_scope`` windows count under
+    (:meth:`~service.drift.stage.DriftStage.set_labeller`); ``{}`` without a stage."""
+    if stage is None:
+        return {}
+    return {"out_of_scope": Labeller(stage.labeller_key(), scope_detector_name(stage) or "")}
+
+
+def topic_labeller(model: TopicModel | None, fitted: bool = True) -> dict[str, Labeller]:
+    """``{"topic": labeller}`` of a topic model, what the drift stage's ``topic`` windows
+    count under (:meth:`~service.drift.stage.DriftStage.set_labeller`): its
+    :meth:`~service.topics.model.TopicModel.assignment_key` and, as its name, its kind and
+    number of topics (``"unsupervised, 6 topics"``); ``{}`` without a model. An
+    unsupervised model ``fitted`` at start (not a saved ``topics_model``) says
+    :attr:`~service.drift.stage.Labeller.older_differs`: windows kept by a version before
+    content ids counted under other topics (docs/topics.md "Topic ids")."""
+    if model is None:
+        return {}
+    kind = "supervised" if model.supervised else "unsupervised"
+    name = f"{kind}, {len(model.names)} topics"
+    return {"topic": Labeller(model.assignment_key(), name,
+                              older_differs=fitted and not model.supervised)}  # fmt: skip
+
+
+def scope_restart_why(before: str | None, after: str, notice: str | None) -> str:
+    """Why the ``out_of_scope`` drift windows start afresh after a gold-set refresh
+    recalibrated the detector (``before``, ``after``: :func:`scope_detector_name`;
+    ``notice``: the cutoffs' move, :func:`~service.refusals.scope.support_change`).
+
+    >>> scope_restart_why("a", "b", None)  # doctest: +NORMALIZE_WHITESPACE
+    'the out-of-scope detector was recalibrated on the changed gold set (a → b): counts made
+    under the two are not comparable'
+    >>> scope_restart_why("a", "a", "off-corpus cutoffs moved: Deva 0.668 → 0.515 (x): y")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'the out-of-scope detector was recalibrated on the changed gold set (off-corpus cutoffs
+    moved: Deva 0.668 → 0.515 (x)): counts made under the two are not comparable'
+    """
+    if notice:  # (its own "…: live off-corpus … are not comparable" said once, here)
+        what = notice.split("): ", 1)[0] + ")" if "): " in notice else notice
+    elif before and before != after:
+        what = f"{before} → {after}"
+    else:  # (the regression or the known questions: the names show cutoffs and threshold)
+        what = "its regression or known questions changed"
+    return (
+        f"the out-of-scope detector was recalibrated on the changed gold set ({what}): "
+        "counts made under the two are not comparable"
+    )
+
+
 def scope_band_name(stage: Any) -> str | None:
     """The off-corpus cutoff's range an embedding scope stage marks unstable verdicts by, as
     the annotation totals name the range their unstable counts run under
@@ -1217,10 +1277,16 @@ def apply_scope_references(analytics: Analytics, refresh: ScopeRefresh) -> None:
     running = _running_scope(analytics)
     if running is None:
         return
+    before = scope_detector_name(running)
     running.adopt(refresh.stage)  # type: ignore[arg-type]
     analytics.scope = refresh.calibration
     support = getattr(getattr(refresh.stage, "detector", None), "support", None)
     analytics.scope_notice = getattr(support, "change", None)
+    if analytics.drift is not None:  # counts of two detectors are not comparable (trial 48 H1)
+        for dim, labeller in scope_labeller(running).items():
+            analytics.drift.set_labeller(
+                dim, labeller, scope_restart_why(before, labeller.name, analytics.scope_notice)
+            )
     if analytics.totals is not None:
         analytics.totals.detector = scope_detector_name(running)
         analytics.totals.band = scope_band_name(running)
@@ -1260,6 +1326,10 @@ def apply_gold_references(
         if isinstance(stage, TopicStage) and "language" in counts:
             stage.gold_languages = gold_language_keys(counts["language"])
     if analytics.drift is not None:
+        if model is not None:  # counts under two topic models are not comparable
+            for dim, labeller in topic_labeller(model).items():
+                why = f"the topic model changed ({len(model.names)} topics): the gold set changed"
+                analytics.drift.set_labeller(dim, labeller, why)
         analytics.drift.set_gold_counts(counts)
         if topic_strata is not None or model is not None:
             analytics.drift.set_topic_strata(topic_strata)

@@ -266,6 +266,22 @@ class AnalyticsMetrics:
             label = bounded_label(language, self.language_labels)
             self.questions_excluded_language.labels(language=label).inc(n)
 
+    def _untested(self, dimension: str, tested: Mapping[str, Any]) -> None:
+        """The comparisons of ``dimension`` its windows, started afresh for a new labeller
+        (:meth:`~service.drift.stage.DriftStage.restart`), have not tested yet (absent from
+        ``tested``): their series read ``insufficient_data``, p-value 1 and divergences 0 (a
+        series kept from before the restart would hold a ``drift`` and page on windows that
+        no longer exist)."""
+        for comparison in DRIFT_COMPARISONS:
+            if comparison in tested:
+                continue
+            labels = {"dimension": dimension, "comparison": comparison}
+            self.drift_p_value.labels(**labels).set(1.0)
+            self.drift_js_divergence.labels(**labels).set(0.0)
+            self.drift_psi.labels(**labels).set(0.0)
+            for state in DRIFT_STATES:
+                self.drift_state.labels(**labels, state=state).set(state == "insufficient_data")
+
     def observe_drift(self, report: Mapping[str, Any]) -> None:
         """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges
         (its ``event_time.ahead`` into ``goldwatch_drift_events_held_ahead``)."""
@@ -275,6 +291,8 @@ class AnalyticsMetrics:
         for dimension, body in report.items():
             if dimension not in DRIFT_DIMENSIONS:
                 continue
+            if body.get("windows_restarted"):  # (a restart's comparisons untested yet)
+                self._untested(dimension, body.get("comparisons") or {})
             for comparison, test in (body.get("comparisons") or {}).items():
                 if comparison not in DRIFT_COMPARISONS:
                     continue

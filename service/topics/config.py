@@ -14,9 +14,10 @@ class TopicConfig(BaseModel):
     """Topic-model settings (frozen).
 
     Attributes:
-        n_topics: clusters to fit; ``None`` means ``min(max_topics, round(sqrt(n)))``, at
-            least 2, and a refit never has fewer topics than the model it replaces. Ignored in
-            supervised mode.
+        n_topics: clusters to fit on the written gold rows; ``None`` means
+            ``min(max_topics, round(sqrt(n)))``, n the rows the user wrote (accepted
+            suggestions, ``harvest_id``, are not counted: they join the topics, or make new
+            ones, docs/topics.md "Topic ids"), at least 2. Ignored in supervised mode.
         max_topics: upper bound for the default rule.
         novelty_percentile: percentile of the gold questions' leave-one-out novelty
             similarities used as the novelty threshold, in [0, 50]; 0 disables novelty.
@@ -50,11 +51,13 @@ class TopicConfig(BaseModel):
             0.48 → 0.59, en 0.74 → 0.76; but on the demo's live traffic en 0.80 → 0.73 and
             hi-Latn 0.79 → 0.71 (few gold rows per topic and language).
         max_reference: most gold vectors kept for the nearest-neighbour novelty check.
-        names: ``{topic id: name}`` for unsupervised topics (default ``topic-<id>``).
+        names: ``{topic id: name}`` for unsupervised topics (default ``topic-<id>``; an id
+            is derived from the topic's questions, docs/topics.md "Topic ids").
         n_terms: top terms kept per topic.
         n_examples: most representative gold questions kept per topic (its label).
-        id_min_similarity: cosine similarity between a refitted centroid and an old one from
-            which the topic keeps the old id (Hungarian matching), in [0, 1].
+        id_min_similarity: cosine similarity between a refitted centroid and one of a stored
+            identity of before content ids (the upgrade) from which the topic keeps that
+            old id (Hungarian matching), in [0, 1].
         cv_folds: folds of the cross-validated gold-row predictions of supervised topics.
         cv_min_class: gold rows a label needs for its rows to be counted by cross-validated
             predictions; rows of smaller labels are counted by the fitted model's prediction.

@@ -6,20 +6,25 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
 
     question ─ embed ─ cosine to each topic centroid ─ nearest topic, or ``"novel"``
 
-* **Unsupervised** (default): spherical k-means on the gold questions' embeddings (seeded
-  k-means++ start from scikit-learn's ``KMeans``, then Lloyd steps in cosine space until no
-  assignment changes, so a fitted model is a fixed point: refitting it on the same questions
-  changes nothing). ``n_topics`` defaults to ``min(max_topics, round(sqrt(n)))``.
+* **Unsupervised** (default): spherical k-means on the embeddings of the gold questions the
+  user wrote (rows an accept appended, ``harvest_id``, are left out of the fit), taken in the
+  order of their case-folded text so the fit is a function of the set of rows: started from
+  Ward's agglomerative clustering (scikit-learn, deterministic; above
+  :data:`WARD_MAX_ROWS` rows a seeded k-means++ start), then Lloyd steps in cosine space until
+  no assignment changes, so a fitted model is a fixed point. ``n_topics`` defaults to
+  ``min(max_topics, round(sqrt(n)))``, n the written rows.
 * **Supervised** (``labels`` given, e.g. the gold rows' ``topic`` field): one centroid per label
   (nearest-centroid classifier); the labels are the topic names and identities.
-* **Stable identities** (unsupervised): a topic is ``topic-<id>``. A refit given the previous
-  model (an accepted gold question, a restart — the ids are kept in the state store — or a
-  changed gold set) starts from the previous centroids, then matches old and new centroids
-  by the Hungarian assignment (``scipy.optimize.linear_sum_assignment``) on cosine
-  similarity: a pair at or above ``id_min_similarity`` (default 0.8) keeps the old id, every
-  other new topic gets a new id (ids never reused). On CLINC150 with WordLlama, centroids of
-  *different* clusters of one fit are at most ~0.65 apart, a centroid after adding ten
-  questions ≥ 0.96 to its old self.
+* **Content ids** (unsupervised): a topic is ``topic-<id>``, the id the min-hash of its
+  questions (:func:`content_ids`: the smallest sha256-based hash of their texts, modulo
+  :data:`CONTENT_IDS`), so any process fitting the same rows names the topics alike — a
+  replica restarted without its state too. Accepted rows join the nearest written topic (its
+  centroid stays that of the written rows) or, a close group far from every topic, make their
+  own (:func:`_accepted_groups`). An identity stored before content ids (no ``"scheme"``)
+  keeps its ids where a new centroid matches an old one (Hungarian assignment,
+  ``scipy.optimize.linear_sum_assignment``, cosine ≥ ``id_min_similarity``, default 0.8):
+  the upgrade keeps the names it had. :meth:`TopicModel.assignment_key` says when two models
+  assign alike (the drift stage restarts its topic windows when it changes).
 * **Labels**: each unsupervised topic has a human-readable :attr:`TopicInfo.label` built from
   its clean top terms (class-based TF-IDF over whole word tokens, Grootendorst 2022 "BERTopic",
   eq. 1; no char n-grams or fragments) and its most representative gold questions
@@ -333,7 +338,8 @@ class TopicModel:
             (:func:`service.topics.quality.topic_agreement`: ``{"n", "agree", "share", "low",
             "high", "by_language", "method"}``); ``None`` when unsupervised (no labels) or
             loaded from an artefact saved before it was measured.
-        next_id: the id the next genuinely new unsupervised topic gets.
+        next_id: one more than the largest id (kept for identities of before content ids,
+            whose ids were numbered from 0).
     """
 
     def __init__(self, state: Mapping[str, Any], version: str, embedder: Embedder | None = None
@@ -387,6 +393,7 @@ class TopicModel:
         *,
         embedder: Embedder | None = None,
         previous: TopicModel | Mapping[str, Any] | None = None,
+        accepted: Sequence[bool] | None = None,
     ) -> TopicModel:
         """Fit on ``texts`` (gold questions, optionally plus passages); ``labels`` → supervised.
 
@@ -397,8 +404,14 @@ class TopicModel:
             embedder: the embedding layer (default
             :func:`~service.embeddings.model.default_embedder`).
             previous: the model this one replaces, or its :meth:`identity` (from the state
-                store): unsupervised topics start from its centroids and keep its ids where a
-                new centroid matches an old one (see the module docstring).
+                store): an identity of before content ids (no ``"scheme"``) keeps its ids
+                where a new centroid matches an old one; content ids need no previous model
+                (see the module docstring, "Content ids").
+            accepted: one flag per text, True for a row an accept appended (``harvest_id``):
+                unsupervised topics are fitted on the other rows only, the accepted rows join
+                their nearest topic or, a close group far from every topic, make their own;
+                with ``language_centring`` the language centres are the written rows'
+                (``None``: every row was written).
 
         Raises:
             TopicFitError: (a ``ValueError``) fewer than 3 texts, ``labels`` not as long as
@@ -412,29 +425,38 @@ class TopicModel:
             raise TopicFitError(f"need at least 3 texts to fit topics, got {len(texts)}")
         if labels is not None:
             _check_labels(texts, labels)
+        flags = [False] * len(texts) if accepted is None else [bool(a) for a in accepted]
+        if len(flags) != len(texts):
+            raise TopicFitError(f"{len(flags)} accepted flags for {len(texts)} texts")
         vectors = embedder.embed(embedding_texts(texts))  # (n, d), unit rows
         with _blas().limit(limits=1):  # one thread: 7x faster on a shared, loaded machine
-            return cls._fit(texts, vectors, config, labels, embedder, previous)
+            return cls._fit(texts, vectors, config, labels, embedder, previous, flags)
 
     @classmethod
     def _fit(cls, texts: list[str], vectors: np.ndarray, config: TopicConfig,
              labels: Sequence[str] | None, embedder: Embedder,
-             previous: TopicModel | Mapping[str, Any] | None) -> TopicModel:  # fmt: skip
+             previous: TopicModel | Mapping[str, Any] | None,
+             accepted: Sequence[bool] | None = None) -> TopicModel:  # fmt: skip
         prior = _prior(previous, embedder)
         detected = text_languages(texts)
         keys = [language_key(g) for g in detected]
-        centres = _language_centres(vectors, keys) if config.language_centring else None
+        flags = np.array(accepted if accepted is not None else [False] * len(texts), bool)
+        # the centres of the written rows (accepted rows, harvest_id, left out as the fit
+        # leaves them out): an accept that adds no topic moves no centre, no centroid and no
+        # assignment_key, so the topic windows keep counting (docs/topics.md "Topic ids")
+        centres = _written_centres(vectors, keys, flags) if config.language_centring else None
         # the vectors topics are assigned on (novelty keeps the embedder's own)
         topical = vectors if centres is None else _centred_by_language(vectors, keys, centres)
         if labels is None:
-            ids, assigned, centroids, next_id = _cluster(topical, config, prior)
+            ids, assigned, centroids, next_id, legacy = _cluster(topical, config, prior, texts,
+                                                                 flags)  # fmt: skip
             names = [config.names.get(i, f"topic-{i}") for i in ids]
             if NOVEL in names:
                 raise TopicFitError(f"{NOVEL!r} is reserved for questions far from every topic")
             topic_ids: list[int | None] = list(ids)
         else:
             names, assigned, centroids = _by_label(topical, labels)
-            topic_ids, next_id = [None] * len(names), 0
+            topic_ids, next_id, legacy = [None] * len(names), 0, False
         order = sorted(
             range(len(names)),
             key=lambda i: (
@@ -499,6 +521,9 @@ class TopicModel:
             "supervised": labels is not None,
             "embedder": embedder.name,
             "next_id": int(next_id),
+            # "content": every id is a content id (a later fit needs no previous model);
+            # "matched": ids of an identity of before content ids were kept (the upgrade)
+            "id_scheme": "matched" if legacy else "content",
             "seed": config.seed,
             "cv_folds": config.cv_folds,
             "cv_min_class": config.cv_min_class,
@@ -515,8 +540,25 @@ class TopicModel:
         # min_kappa gates the fitted model (analytics), it changes nothing of the fit
         dumped = config.model_dump(mode="json", exclude={"min_kappa"} if centres
                                    else {"min_kappa", "language_centring"})  # fmt: skip
+        # (content ids: the fit is a function of the rows and their flags, not of a previous
+        # model; an identity of before still names the topics it matches)
         params = [dumped, embedder.name, prior and prior["ids"]]
+        if accepted is not None and any(accepted):
+            params.append([i for i, a in enumerate(accepted) if a])
         return cls(state, data_version(texts, labels, params), embedder)
+
+    def assignment_key(self) -> str:
+        """What the topics of a question depend on, as 16 hex chars of sha256: the topic
+        names, the centroids (rounded to 5 decimals) and the language centres. Two models
+        with the same key give every question the same topic (novelty aside: its threshold
+        moves with every gold row); the drift stage restarts its topic windows when it
+        changes (:meth:`~service.drift.stage.DriftStage.set_labeller`)."""
+        centres = self._language_centres or {}
+        blob = json.dumps([list(self.names),
+                           np.round(self._centroids.astype(np.float64), 5).tolist(),
+                           {g: np.round(c.astype(np.float64), 5).tolist()
+                            for g, c in sorted(centres.items())}])  # fmt: skip
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -534,12 +576,16 @@ class TopicModel:
 
     def identity(self) -> dict[str, Any] | None:
         """What a later fit needs to keep this model's topic ids (JSON-able, for the state
-        store): ``{"embedder", "next_id", "ids", "centroids"}`` (centroids rounded to 5
-        decimals); ``None`` for a supervised model (its labels are its identities)."""
+        store): ``{"embedder", "scheme", "next_id", "ids", "centroids"}`` (centroids rounded
+        to 5 decimals; ``scheme`` ``"content"`` when every id is a content id, which a later
+        fit derives again without it, ``"matched"`` when ids of before were kept, which a
+        later fit keeps by matching); ``None`` for a supervised model (its labels are its
+        identities)."""
         if self.supervised:
             return None
         return {
             "embedder": self.embedder_name,
+            "scheme": self._state.get("id_scheme", "matched"),
             "next_id": self.next_id,
             "ids": [topic.id for topic in self.topics],
             "centroids": np.round(self._centroids.astype(np.float64), 5).tolist(),
@@ -741,13 +787,13 @@ def _blas() -> ThreadpoolController:
 def _prior(previous: TopicModel | Mapping[str, Any] | None, embedder: Embedder
            ) -> dict[str, Any] | None:  # fmt: skip
     """The previous identity as ``{"ids", "centroids" (k, d), "next_id"}``, or ``None`` when
-    there is none or it was made with another embedder (then only ``next_id`` is kept, so
-    old ids are never reused)."""
+    there is none or its ids are content ids (``scheme`` ``"content"``: a fit derives them
+    again). One made with another embedder keeps only ``next_id``."""
     if previous is None:
         return None
     identity = previous.identity() if isinstance(previous, TopicModel) else dict(previous)
-    if identity is None:
-        return None
+    if identity is None or identity.get("scheme") == "content":
+        return None  # content ids: derived from the rows again, no history needed
     try:
         ids = [int(i) for i in identity["ids"]]
         centroids = np.asarray(identity["centroids"], dtype=np.float32).reshape(len(ids), -1)
@@ -801,6 +847,23 @@ def _language_centres(vectors: np.ndarray, languages: Sequence[str]) -> dict[str
         if count >= MIN_CENTRE_ROWS and g not in ("und", "other"):
             out[g] = vectors[keys == g].mean(axis=0, dtype=np.float64).astype(np.float32)
     return out
+
+
+def _written_centres(vectors: np.ndarray, languages: Sequence[str],
+                     accepted: np.ndarray) -> dict[str, np.ndarray]:  # fmt: skip
+    """:func:`_language_centres` of the rows of ``vectors`` (n, d) not flagged in ``accepted``
+    (n,) (the rows the user wrote); of every row when fewer than 3 were written (as
+    :func:`_cluster` then fits on every row).
+
+    >>> rows = np.array([[1.0, 0.0]] * 5 + [[0.0, 1.0]] * 3)
+    >>> c = _written_centres(rows, ["en"] * 8, np.array([False] * 5 + [True] * 3))
+    >>> c["en"].tolist(), c[""].tolist()
+    ([1.0, 0.0], [1.0, 0.0])
+    """
+    written = np.flatnonzero(~np.asarray(accepted, dtype=bool))
+    if len(written) < 3:
+        return _language_centres(vectors, languages)
+    return _language_centres(vectors[written], [languages[i] for i in written.tolist()])
 
 
 def _centred_by_language(vectors: np.ndarray, languages: Sequence[str],
@@ -1006,64 +1069,194 @@ def _spherical_lloyd(vectors: np.ndarray, centroids: np.ndarray, max_iter: int =
     return labels, centroids
 
 
-def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | None
-             ) -> tuple[list[int], np.ndarray, np.ndarray, int]:  # fmt: skip
-    """Spherical k-means with stable ids: ``(ids, assigned (n,), centroids (k, d), next_id)``."""
+#: Content ids are in [0, CONTENT_IDS): ``topic-<id>`` stays short (4 digits at most).
+CONTENT_IDS = 10_000
+
+
+def canonical_text(text: str) -> str:
+    """A gold question as topic identities read it: case-folded, whitespace collapsed
+    (the fit's row order and the content ids depend on this text only).
+
+    >>> canonical_text("  How do I  Pay the FEE? ")
+    'how do i pay the fee?'
+    """
+    return " ".join(text.casefold().split())
+
+
+def _text_hash(text: str) -> int:
+    """64-bit hash of :func:`canonical_text` (sha256, the same in every process)."""
+    return int.from_bytes(hashlib.sha256(canonical_text(text).encode("utf-8")).digest()[:8], "big")
+
+
+def content_ids(groups: Sequence[Sequence[str]], taken: Sequence[int] = ()) -> list[int]:
+    """The content id of each group of texts (a topic's members): the smallest
+    :func:`_text_hash` of its members (a min-hash: two groups get the same one with
+    probability their Jaccard similarity; a group that gains or loses a member keeps it
+    unless that member holds its minimum) modulo :data:`CONTENT_IDS`. Groups are numbered in
+    the order of their min-hashes; an id already given (or in ``taken``) moves to the next
+    free one, so the ids depend on the groups' texts only, not on their order or any history.
+
+    >>> a = content_ids([["b", "a"], ["c"]])
+    >>> a == content_ids([["c"], ["a", "b"]])[::-1], len(set(a))
+    (True, 2)
+    """
+    keys = [min((_text_hash(t) for t in g), default=0) for g in groups]
+    used = set(taken)
+    out = [0] * len(groups)
+    for i in sorted(range(len(groups)), key=lambda j: (keys[j], j)):
+        found = keys[i] % CONTENT_IDS
+        while found in used:
+            found = (found + 1) % CONTENT_IDS
+        used.add(found)
+        out[i] = found
+    return out
+
+
+#: Most written rows clustered by Ward's method first (its memory grows with n²: 3,000 rows
+#: ~36 MB of distances); above it, the best of 10 seeded k-means++ starts.
+WARD_MAX_ROWS = 3000
+
+
+def _kmeans(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Spherical k-means of ``vectors`` (n, d), given in a canonical order, into ``k``
+    clusters, ``(n,)`` labels. Started from Ward's agglomerative clustering (deterministic,
+    no seed: a function of the set of rows, and one row more or less changes the merges near
+    it only) for up to :data:`WARD_MAX_ROWS` rows, else from the best of 10 seeded k-means++
+    starts (scikit-learn ``KMeans``), then Lloyd steps in cosine space
+    (:func:`_spherical_lloyd`). Measured on CLINC150 gold sets of 32 written rows
+    (``benchmarks.topic_ids``, 6 seeds): removing one row kept 85–100 % of traffic's topics
+    with Ward's start, 54–88 % with k-means++'s (docs/topics.md, "Topic ids")."""
+    x = vectors.astype(np.float64)  # float64: scikit-learn's float32 paths upcast slowly
+    if len(vectors) <= WARD_MAX_ROWS:
+        from sklearn.cluster import AgglomerativeClustering  # here: start-up time
+
+        labels = AgglomerativeClustering(k, linkage="ward").fit_predict(x)
+        start = _centroids_of(vectors, labels, k)
+    else:
+        from sklearn.cluster import KMeans
+
+        start = _unit_rows(KMeans(k, n_init=10, random_state=seed).fit(x).cluster_centers_)
+    assigned, _ = _spherical_lloyd(vectors, start)
+    return np.asarray(assigned, dtype=np.int64)
+
+
+def _accepted_groups(vectors: np.ndarray, centroids: np.ndarray, written: np.ndarray,
+                     assigned: np.ndarray) -> list[np.ndarray]:  # fmt: skip
+    """Groups of accepted rows (``vectors`` (m, d), canonical order) distinct enough from the
+    written topics (``centroids`` (k, d), fitted on ``written`` (n_w, d) with ``assigned``
+    (n_w,)) to be topics of their own, each an index array into ``vectors``.
+
+    The bar is the written fit's own: the *radius* r is the 10th percentile of the written
+    rows' cosine similarity to their centroid (90 % of written rows lie within it), the
+    *cohesion* c the mean cosine similarity of two written rows of one topic, the *size* s
+    ``max(3, ceil(median written topic size / 2))``. Accepted rows outside every radius are
+    grouped (average linkage, cut where rows are on average less similar than c); a group of
+    at least s rows whose unit mean is outside every radius too is a topic (its centroid that
+    mean). Rows of a subject inside a radius are not needed for it (review s47-f2: 2 of a new
+    subject's 6 questions fell within a written topic's radius); they join their nearest
+    topic, which may be the new one."""
+    if len(vectors) < 3 or len(centroids) < 2:
+        return []
+    own = np.einsum("ij,ij->i", written, centroids[assigned])
+    radius = float(np.percentile(own, 10))
+    pairs: list[float] = []
+    for t in range(len(centroids)):
+        rows = written[assigned == t]
+        if len(rows) > 1:
+            sims = rows @ rows.T
+            pairs += sims[np.triu_indices(len(rows), 1)].tolist()
+    cohesion = float(np.mean(pairs)) if pairs else radius
+    size = max(3, math.ceil(float(np.median(np.bincount(assigned))) / 2))
+    outside = np.flatnonzero((vectors @ centroids.T).max(axis=1) < radius)
+    if len(outside) < size:
+        return []
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    rows = vectors[outside].astype(np.float64)
+    tree = linkage(rows, method="average", metric="cosine")
+    cut = fcluster(tree, t=1.0 - cohesion, criterion="distance")
+    groups = []
+    for label in sorted(set(cut.tolist()), key=lambda g: int(np.flatnonzero(cut == g)[0])):
+        members = outside[cut == label]
+        if len(members) < size:
+            continue
+        centre = _unit_rows(vectors[members].sum(axis=0, keepdims=True))[0]
+        if float((centroids @ centre).max()) < radius:
+            groups.append(members)
+    return groups
+
+
+def _cluster(vectors: np.ndarray, config: TopicConfig, prior: dict[str, Any] | None,
+             texts: Sequence[str] | None = None, accepted: np.ndarray | None = None
+             ) -> tuple[list[int], np.ndarray, np.ndarray, int, bool]:  # fmt: skip
+    """Spherical k-means with content ids: ``(ids, assigned (n,), centroids (k, d), next_id,
+    legacy)``, ``legacy`` True when an id of ``prior`` was kept.
+
+    The topics and their number are fitted on the *written* rows (``accepted`` False) in the
+    order of their :func:`canonical_text`, ties by the exact text (so the fit is a function of
+    the set of written rows: sorting, reversing or moving rows changes nothing), seeded; the
+    accepted rows join
+    their nearest topic, or make their own (:func:`_accepted_groups`); centroids are of the
+    written rows (a new topic's: of its group), so an accept moves no written topic. Ids are
+    :func:`content_ids` of each topic's rows (written rows; a new topic's group), the same in
+    a fresh process; an identity of before content ids (``prior``) keeps its ids where a
+    centroid matches an old one (Hungarian assignment, cosine ≥ ``id_min_similarity``)."""
     n = len(vectors)
-    old = prior["centroids"] if prior else np.zeros((0, vectors.shape[1]), np.float32)
+    texts = list(texts) if texts is not None else [str(i) for i in range(n)]
+    flags = np.zeros(n, dtype=bool) if accepted is None else np.asarray(accepted, dtype=bool)
+    if (~flags).sum() < max(N_TOPICS_MIN, 3):  # too few written rows: every row is written
+        flags = np.zeros(n, dtype=bool)
+    keys = [canonical_text(t) for t in texts]
+    # (ties: texts differing in case or spacing only, in the order of their exact text; an
+    # exact duplicate's place changes nothing, its vector is the same)
+    written = sorted(np.flatnonzero(~flags).tolist(), key=lambda i: (keys[i], texts[i], i))
+    others = sorted(np.flatnonzero(flags).tolist(), key=lambda i: (keys[i], texts[i], i))
+    n_w = len(written)
     if config.n_topics is None:
-        k = max(N_TOPICS_MIN, min(config.max_topics, round(math.sqrt(n))))
-        k = max(k, min(len(old), config.max_topics))  # a refit never drops topics by the rule
+        k = max(N_TOPICS_MIN, min(config.max_topics, round(math.sqrt(n_w))))
     else:  # a config built with model_copy(update=...) skipped validation: check again
         k = config.n_topics
         if not N_TOPICS_MIN <= k <= N_TOPICS_MAX:
             raise TopicFitError(f"n_topics must be in [{N_TOPICS_MIN}, {N_TOPICS_MAX}], got {k}")
-    if k > n:
-        if config.n_topics is not None or len(old) == 0:
+    if k > n_w:
+        if config.n_topics is not None:
             raise TopicFitError(f"n_topics={k} is more than the {n} training texts")
-        k = n
-    if len(old):
-        start = _extend(old[:k], vectors, k)
-    else:
-        from sklearn.cluster import KMeans  # here: scikit-learn costs start-up time
-
-        # float64: scikit-learn's float32 distances go through a slow upcasting path
-        kmeans = KMeans(k, n_init=3, random_state=config.seed).fit(vectors.astype(np.float64))
-        start = _unit_rows(kmeans.cluster_centers_)
-    assigned, centroids = _spherical_lloyd(vectors, start)
-    used = np.flatnonzero(np.bincount(assigned, minlength=k))  # drop emptied clusters
-    if len(used) < N_TOPICS_MIN:
-        used = np.arange(k)
+        k = n_w
+    w = vectors[written]
+    labels = _kmeans(w, k, config.seed)
+    used = np.flatnonzero(np.bincount(labels, minlength=k))  # drop emptied clusters
     remap = np.full(k, -1)
     remap[used] = np.arange(len(used))
-    centroids, assigned = centroids[used], remap[assigned]
-    next_id = prior["next_id"] if prior else 0
-    ids: list[int | None] = [None] * len(used)
-    if len(old):
+    labels = remap[labels]
+    centroids = _centroids_of(w, labels, len(used))
+    groups_of = [[texts[written[i]] for i in np.flatnonzero(labels == t).tolist()]
+                 for t in range(len(used))]  # fmt: skip
+    assigned = np.empty(n, dtype=np.int64)
+    assigned[written] = labels
+    if others:
+        a = vectors[others]
+        groups = _accepted_groups(a, centroids, w, labels)
+        if groups:
+            centroids = np.vstack([centroids] + [_unit_rows(a[g].sum(axis=0, keepdims=True))
+                                                 for g in groups])  # fmt: skip
+            groups_of += [[texts[others[i]] for i in g.tolist()] for g in groups]
+        assigned[others] = (a @ centroids.T).argmax(axis=1)
+    centroids = centroids.astype(np.float32)
+    kept: list[int | None] = [None] * len(centroids)
+    if prior is not None and len(prior["centroids"]):
         from scipy.optimize import linear_sum_assignment
 
-        sims = centroids @ old.T  # (new, old)
+        sims = centroids @ prior["centroids"].T  # (new, old)
         rows, cols = linear_sum_assignment(-sims)
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
             if sims[r, c] >= config.id_min_similarity:
-                ids[r] = prior["ids"][c]  # type: ignore[index]
-    next_id = max([next_id, *(i + 1 for i in ids if i is not None)])
-    for r in range(len(ids)):
-        if ids[r] is None:
-            ids[r], next_id = next_id, next_id + 1
-    return [int(i) for i in ids], assigned, centroids, next_id  # type: ignore[arg-type]
-
-
-def _extend(start: np.ndarray, vectors: np.ndarray, k: int) -> np.ndarray:
-    """``start`` plus farthest-first seeds (the questions least similar to every centroid so
-    far, deterministic) up to ``k`` rows."""
-    rows = list(start)
-    best = (vectors @ start.T).max(axis=1) if len(start) else np.full(len(vectors), -np.inf)
-    while len(rows) < k:
-        pick = int(best.argmin())
-        rows.append(vectors[pick])
-        best = np.maximum(best, vectors @ vectors[pick])
-    return np.asarray(rows, dtype=np.float32)
+                kept[r] = prior["ids"][c]
+    taken = [i for i in kept if i is not None]
+    fresh = content_ids([g for g, i in zip(groups_of, kept, strict=True) if i is None], taken)
+    it = iter(fresh)
+    ids = [i if i is not None else next(it) for i in kept]
+    next_id = max([*(i + 1 for i in ids), prior["next_id"] if prior else 0])
+    return ids, assigned, centroids, next_id, bool(taken)
 
 
 def _by_label(vectors: np.ndarray, labels: Sequence[str]

@@ -10,8 +10,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from service.cli import main
+from service.topics.model import topic_sort_key
 from tests.service.test_topic_ids_service import _gold
-from tests.service.test_topics import BUSES, EXAMS, FEES
+from tests.service.test_topics import BUSES, EXAMS, FEES, _content_name
 from tests.service.topics.test_kappa_gate import _write
 
 
@@ -29,7 +30,8 @@ def test_fit_then_show_lists_labelled_topics_and_the_novelty_quality(tmp_path: P
     shown = CliRunner().invoke(main, ["topics", "show", str(out), "--json"])
     assert shown.exit_code == 0, shown.output
     doc = json.loads(shown.output)
-    assert [t["name"] for t in doc["topics"]] == ["topic-0", "topic-1", "topic-2"]
+    expected = [_content_name(FEES), _content_name(EXAMS), _content_name(BUSES)]
+    assert [t["name"] for t in doc["topics"]] == sorted(expected, key=topic_sort_key)
     assert sum(t["size"] for t in doc["topics"]) == 18
     for topic in doc["topics"]:
         assert topic["label"] == f"{topic['name']}: {', '.join(topic['top_terms'][:3])}"
@@ -91,12 +93,15 @@ def test_show_json_gives_each_topic_its_label_note(tmp_path: Path) -> None:
     _fit("--gold", str(gold), "--n-topics", "3", "--out", str(out))
     model = TopicModel.load(out)
     state = model.fitted_state()
-    state["label_notes"] = {1: "each term in one of its 6 questions"}
+    ids = [t.id for t in model.topics]
+    state["label_notes"] = {ids[1]: "each term in one of its 6 questions"}
     TopicModel(state, model.version).save(out)
     shown = CliRunner().invoke(main, ["topics", "show", str(out), "--json"])
     assert shown.exit_code == 0, shown.output
     topics = {t["id"]: t for t in json.loads(shown.output)["topics"]}
-    assert [topics[i]["label_note"] for i in (0, 1, 2)] == [
+    assert [topics[i]["label_note"] for i in ids] == [
         None, "each term in one of its 6 questions", None]  # fmt: skip
-    terms = ", ".join(topics[1]["top_terms"][:3])
-    assert topics[1]["label"] == f"topic-1: {terms} (each term in one of its 6 questions)"
+    terms = ", ".join(topics[ids[1]]["top_terms"][:3])
+    assert topics[ids[1]]["label"] == (
+        f"topic-{ids[1]}: {terms} (each term in one of its 6 questions)"
+    )

@@ -850,6 +850,17 @@ off-topic rows once there are ``analytics.quality_min_class`` (10) of them, and 
 subjects), so the count is that of off-topic rows from none: the class size
 10, whose balanced accuracy at 0 of 10 let through, (45/47 + 1 − 0.2775) / 2 = 0.840, clears
 0.68. The production-shaped goldens are unchanged (no ``kind: off-topic`` row, calibrated).
+The production-shaped and 20k goldens rewritten in the forty-eighth session (s48-f2; trial 46
+F2) for the topics only: unsupervised topics are fitted on the written rows in a canonical
+order from Ward's clustering and named by content (``topic-<min-hash mod 10,000>``), so the
+23 topics' names, sizes, labels and examples, their gold and live counts, the per-bucket topic
+series, the topic comparisons' figures, the gold candidates' suggested topics and the
+suggestions' order (topic-based priorities) moved. Unchanged (checked against main's files):
+the 1,444 production-shaped suggestions (the same questions and ids), every reason count
+(production 791 / 277 / 248 / 93 / 204; 20k 4,006 / 475 / 1,026 / 467 / 862), the 23 topics,
+both gold-set alarms at 601 events (language p 2.4e-17; topic p 9.1e-10 → 2.1e-10). The
+novelty quality, leave-one-topic-out on the clusters, moved with them: ROC AUC 0.764 → 0.866.
+The demo's (supervised topics) is unchanged.
 """
 
 from __future__ import annotations
@@ -1106,8 +1117,12 @@ def test_production_shaped_replay_report_and_suggestions_match_e500539(tmp_path:
 #: low_confidence 1,026, refused 862, negative_feedback 467, answered_out_of_scope 4,006
 #: (topicgate's side alone: 5,487; 475, 1,024, 865, 465: the evictions follow priorities
 #: that uncov's document rule moved).
+#: Re-pinned by the forty-eighth session (s48-f2: unsupervised topics fitted on the written
+#: rows in a canonical order, Ward's start, ids from content): the same 5,488 suggestions and
+#: reason counts, their suggested topics named by content and their order moved with the
+#: topic-based priorities.
 PRODUCTION_20K_SUGGESTIONS_DIGEST = (
-    "255d87efe5d4333bd65319719f2051c2cc643097a90bfd6828517cbde6d086b2"
+    "5c9f06cf5804eb8bd7ceaeb10a414efdacd72e2f291bfc8d4e408015a082ab46"
 )
 
 

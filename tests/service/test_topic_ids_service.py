@@ -28,10 +28,14 @@ from tests.service.test_topics import BUSES, EXAMS, FEES
 PROBES = ["hostel fee refund", "exam results date", "bus to the campus", "tuition fee"]
 
 
-def _gold(path: Path, questions: list[str]) -> Path:
+def _gold(path: Path, questions: list[str], accepted: tuple[str, ...] | list[str] = ()) -> Path:
+    """Write the gold set: ``questions`` as the user wrote them, then ``accepted`` as an accept
+    appends them (with a ``harvest_id``)."""
     with path.open("w", encoding="utf-8") as handle:
-        for i, question in enumerate(questions):
+        for i, question in enumerate([*questions, *accepted]):
             row = {"id": f"q-{i}", "question": question, "gold": [f"p-{i}"], "language": "en"}
+            if i >= len(questions):
+                row["harvest_id"] = f"c-{i}"
             handle.write(json.dumps(row) + "\n")
     return path
 
@@ -69,7 +73,7 @@ def test_an_accepted_gold_question_keeps_every_topic_id(tmp_path: Path) -> None:
     settings = _settings(gold)
     live = build_live(settings, CollectorRegistry(), None)
     before = _model(live)
-    _gold(gold, [*FEES, *EXAMS, *BUSES, "can the exam fee be paid online"])
+    _gold(gold, [*FEES, *EXAMS, *BUSES], ["can the exam fee be paid online"])
     model, counts, detector = gold_references(
         live.analytics, settings.analytics, load_gold_set(gold)
     )
@@ -78,6 +82,31 @@ def test_an_accepted_gold_question_keeps_every_topic_id(tmp_path: Path) -> None:
     assert after is not before and after.names == before.names
     assert _topics_of(live, PROBES) == [a.nearest for a in before.assign_many(PROBES)]
     assert sum(counts["topic"].values()) == 19
+    # the same topics and centroids: the drift windows keep counting (no restart)
+    assert after.assignment_key() == before.assignment_key()
+    assert "topic" not in live.analytics.drift.restarts
+    # windows kept by a version before content ids (no topic labeller) would not restore
+    assert live.analytics.drift.labellers["topic"].older_differs
+
+
+def test_accepted_questions_of_a_new_subject_make_a_topic_and_restart_the_topic_windows(
+    tmp_path: Path,
+) -> None:
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS)
+    settings = _settings(gold, topics={"n_topics": 2})
+    live = build_live(settings, CollectorRegistry(), None)
+    before = _model(live)
+    _gold(gold, [*FEES, *EXAMS], BUSES)
+    model, counts, detector = gold_references(
+        live.analytics, settings.analytics, load_gold_set(gold)
+    )
+    apply_gold_references(live.analytics, model, counts, detector)
+    after = _model(live)
+    assert set(before.names) < set(after.names) and len(after.names) == 3
+    new = (set(after.names) - set(before.names)).pop()
+    assert _topics_of(live, ["bus to the campus"]) == [new]
+    restart = live.analytics.drift.restarts.get("topic")
+    assert restart is not None and restart["why"].startswith("the topic model changed (3 topics)")
     assert live.analytics.topic_descriptions == after.labels()
     assert live.analytics.detector_quality["novelty"] == after.novelty_quality
 
@@ -145,3 +174,24 @@ def test_an_accepted_question_in_a_new_language_makes_it_expected(tmp_path: Path
     n_en = len(FEES + EXAMS + BUSES)
     assert stage.detector.config.preferred_shares == (float(n_en), 2.0)
     assert sum(counts["language"].values()) == n_en + 2
+
+
+def test_replay_reports_say_a_topic_restart_in_text_and_html(tmp_path: Path) -> None:
+    """A restart of the topic windows (``windows_restarted``) is a line of the text report and
+    of the HTML drift section, as the out-of-scope one (review s48-f2: JSON only)."""
+    from service.drift.stage import restart_text
+
+    gold = _gold(tmp_path / "gold.jsonl", FEES + EXAMS + BUSES)
+    events = tmp_path / "events.jsonl"
+    with events.open("w", encoding="utf-8") as handle:
+        for i, question in enumerate(FEES + EXAMS + BUSES):
+            row = {"event_id": f"e-{i}", "question": question,
+                   "timestamp": f"2026-01-01T00:00:{i:02d}Z"}  # fmt: skip
+            handle.write(json.dumps(row) + "\n")
+    report = run_replay(_settings(gold), events, None, tmp_path / "dlq.jsonl")
+    restarted = {"after_events": 18, "timestamp": 1767225617.0, "why": "the gold set changed"}
+    report["analytics"]["drift"]["topic"]["windows_restarted"] = restarted
+    said = restart_text("topic", restarted)
+    assert said.startswith("topic windows started afresh at 2026-01-01 00:00 UTC (after 18 ")
+    assert f"  {said}" in render_text(report).splitlines()
+    assert said in render_replay_html(report)
