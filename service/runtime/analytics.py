@@ -13,6 +13,7 @@ unanswerable questions.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -938,6 +939,8 @@ def build_analytics(
     totals.detector = scope_detector_name(scope_stage)
     totals.band = scope_band_name(scope_stage)
     stages.append(totals)
+    if scope_stage is not None:  # a state kept without labellers: the detector it counted under
+        drift.recorded_labellers["out_of_scope"] = functools.partial(last_counted_under, totals)
     analytics = Analytics(
         stages=stages,
         drift=drift,
@@ -1101,6 +1104,15 @@ def scope_labeller(stage: ScopeStage | EmbeddingScopeStage | None) -> dict[str, 
     if stage is None:
         return {}
     return {"out_of_scope": Labeller(stage.labeller_key(), scope_detector_name(stage) or "")}
+
+
+def last_counted_under(totals: AnnotationTotals) -> str | None:
+    """The out-of-scope detector the restored annotation totals counted under last (the name
+    of :attr:`~service.pipeline.totals.AnnotationTotals.counted_under`'s last row, as
+    :func:`scope_detector_name` gave it), ``None`` when none: what a drift snapshot kept
+    without labellers counted its ``out_of_scope`` windows under
+    (:meth:`~service.drift.stage.DriftStage.restored`)."""
+    return str(totals.counted_under[-1]["detector"]) if totals.counted_under else None
 
 
 def scope_restart_why(before: str | None, after: str, notice: str | None) -> str:
