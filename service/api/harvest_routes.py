@@ -268,14 +268,34 @@ async def accept_candidate(
             f"{timeout_s:g} s"
         ))  # fmt: skip
     try:  # never cancelled once started: a decision that was kept is answered with 200
-        return await run_in_threadpool(
+        decision = await run_in_threadpool(
             labelling.accept, candidate_id, body.gold, body.kind, body.labels(), deadline,
             keep_asked=body.keep_asked,
         )  # fmt: skip
+        if (cost := drift_restart_cost(getattr(request.app.state, "runtime", None))) is not None:
+            decision = {**decision, "warnings": [*decision.get("warnings", []), cost]}
+        return decision
     except LabellingError as exc:
         raise _error(exc) from None
     finally:
         gate.release()
+
+
+def drift_restart_cost(runtime: Any) -> str | None:
+    """What an accept may cost the drift alarms, said in its answer (``None``: the running
+    service has no ``out_of_scope`` drift dimension with a detector): the gold-set reload
+    after it recalibrates the out-of-scope detector, and when the detector changes, the
+    ``out_of_scope`` windows start afresh and warm up again for ``analytics.drift.warmup_s``
+    (docs/drift.md "When the labeller changes"; trial 48 H1)."""
+    live = getattr(runtime, "live", None)
+    drift = getattr(getattr(live, "analytics", None), "drift", None)
+    if drift is None or "out_of_scope" not in drift.labellers:
+        return None
+    hours = runtime.settings.analytics.drift.warmup_s / 3600
+    return (f"an accept that changes the out-of-scope detector (the gold-set reload "
+            f"recalibrates it) restarts the out_of_scope drift warm-up: no out_of_scope drift "
+            f"test for the next {hours:g} h of traffic (analytics.drift.warmup_s), and an "
+            "open out_of_scope alarm ends (docs/drift.md)")  # fmt: skip
 
 
 def _accept_gate(request: Request) -> anyio.Lock:

@@ -366,6 +366,13 @@ class Pipeline:
                 confirm()
 
     def restore(self, states: Mapping[str, Any]) -> None:
-        """Give each stage its persisted state (``None`` when there is none)."""
+        """Give each stage its persisted state (``None`` when there is none), then tell the
+        stages that ask (a ``restored()`` method) that every stage has its state: one that
+        reads another's restored state (the drift stage reads the annotation totals' detector
+        for a snapshot kept without its labellers) does it there, whatever the stage order."""
         for stage in self._stages:
             stage.restore(states.get(state_key(stage.name)))
+        for stage in self._stages:
+            done = getattr(stage, "restored", None)
+            if done is not None:
+                done()

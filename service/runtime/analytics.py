@@ -13,6 +13,7 @@ unanswerable questions.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -946,6 +947,8 @@ def build_analytics(
     totals.detector = scope_detector_name(scope_stage)
     totals.band = scope_band_name(scope_stage)
     stages.append(totals)
+    if scope_stage is not None:  # a state kept without labellers: the detector it counted under
+        drift.recorded_labellers["out_of_scope"] = functools.partial(last_counted_under, totals)
     analytics = Analytics(
         stages=stages,
         drift=drift,
@@ -1125,6 +1128,15 @@ def topic_labeller(model: TopicModel | None, fitted: bool = True) -> dict[str, L
     name = f"{kind}, {len(model.names)} topics"
     return {"topic": Labeller(model.assignment_key(), name,
                               older_differs=fitted and not model.supervised)}  # fmt: skip
+
+
+def last_counted_under(totals: AnnotationTotals) -> str | None:
+    """The out-of-scope detector the restored annotation totals counted under last (the name
+    of :attr:`~service.pipeline.totals.AnnotationTotals.counted_under`'s last row, as
+    :func:`scope_detector_name` gave it), ``None`` when none: what a drift snapshot kept
+    without labellers counted its ``out_of_scope`` windows under
+    (:meth:`~service.drift.stage.DriftStage.restored`)."""
+    return str(totals.counted_under[-1]["detector"]) if totals.counted_under else None
 
 
 def scope_restart_why(before: str | None, after: str, notice: str | None) -> str:

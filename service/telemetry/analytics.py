@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -164,6 +164,8 @@ class AnalyticsMetrics:
     misjudged_unanswerable_upper: Gauge
     language_labels: tuple[str, ...]
     topic_labels: tuple[str, ...]
+    #: the ``(dimension, comparison)`` drift series set so far (:meth:`observe_drift`)
+    drift_compared: set[tuple[str, str]] = field(default_factory=set)
 
     def observe_annotations(
         self,
@@ -271,9 +273,10 @@ class AnalyticsMetrics:
         (:meth:`~service.drift.stage.DriftStage.restart`), have not tested yet (absent from
         ``tested``): their series read ``insufficient_data``, p-value 1 and divergences 0 (a
         series kept from before the restart would hold a ``drift`` and page on windows that
-        no longer exist)."""
+        no longer exist). Only the series set before (:attr:`drift_compared`): a comparison
+        the dimension never had gets none."""
         for comparison in DRIFT_COMPARISONS:
-            if comparison in tested:
+            if comparison in tested or (dimension, comparison) not in self.drift_compared:
                 continue
             labels = {"dimension": dimension, "comparison": comparison}
             self.drift_p_value.labels(**labels).set(1.0)
@@ -297,6 +300,7 @@ class AnalyticsMetrics:
                 if comparison not in DRIFT_COMPARISONS:
                     continue
                 labels = {"dimension": dimension, "comparison": comparison}
+                self.drift_compared.add((dimension, comparison))
                 for gauge, key in (
                     (self.drift_js_divergence, "js_divergence"),
                     (self.drift_psi, "psi"),

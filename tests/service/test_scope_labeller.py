@@ -91,6 +91,7 @@ def test_the_service_restarts_the_out_of_scope_windows_after_an_accept(tmp_path:
     says the restart."""
     from prometheus_client import CollectorRegistry
 
+    from service.api.harvest_routes import drift_restart_cost
     from service.runtime.process import Runtime
     from service.settings import load_settings
 
@@ -104,6 +105,14 @@ def test_the_service_restarts_the_out_of_scope_windows_after_an_accept(tmp_path:
     try:
         drift = runtime.live.analytics.drift
         assert drift is not None and drift.restarts == {}
+        # the accept's answer says the cost (the default warm-up: 21,600 s, 6 h)
+        assert drift_restart_cost(runtime) == (
+            "an accept that changes the out-of-scope detector (the gold-set reload "
+            "recalibrates it) restarts the out_of_scope drift warm-up: no out_of_scope drift "
+            "test for the next 6 h of traffic (analytics.drift.warmup_s), and an open "
+            "out_of_scope alarm ends (docs/drift.md)"
+        )
+        assert drift_restart_cost(None) is None
         row = {"id": "q-accepted", "question": NEW_QUESTION, "gold": [], "kind": "unanswerable"}
         with gold_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")

@@ -212,5 +212,65 @@ def test_the_drift_series_of_restarted_windows_read_untested() -> None:
     metrics.observe_drift(drift.report())
     assert (state("drift"), state("insufficient_data")) == (0.0, 1.0)
     assert registry.get_sample_value("goldwatch_drift_p_value", labels) == 1.0
+    # only the comparisons it had: out_of_scope has no gold-set one, and gets no p-value of
+    # it, nor an insufficient_data state (its state series stay at the 0 they are made with)
+    never = {**labels, "comparison": "reference"}
+    assert registry.get_sample_value("goldwatch_drift_p_value", never) is None
+    assert registry.get_sample_value("goldwatch_drift_state",
+                                     {**never, "state": "insufficient_data"}) == 0.0  # fmt: skip
     other = {"dimension": "refusal", "comparison": "baseline", "state": "ok"}
     assert registry.get_sample_value("goldwatch_drift_state", other) == 1.0  # kept
+
+
+def _upgraded(now: Labeller, recorded: str | None) -> tuple[DriftStage, DriftStage]:
+    """``(first, upgraded)``: a state kept by a version before labellers were saved (session
+    47: its drift snapshot has no ``labellers``, the annotation totals' ``counted_under``
+    names the detector the counts were made under, ``recorded``), with an open
+    ``out_of_scope`` alarm (20 % → 40 %), restored into a pipeline wired as
+    :func:`~service.runtime.analytics.build_analytics` wires it, whose detector is ``now``."""
+    import functools
+
+    from service.pipeline import Pipeline
+    from service.pipeline.totals import AnnotationTotals
+    from service.runtime.analytics import last_counted_under
+
+    first = _drift(None)
+    _feed(first, 0, 3_600, out_of_ten=2)
+    _feed(first, 3_600, 4_800, out_of_ten=4)
+    assert len(_opened(first)) == 1
+    older = {k: v for k, v in json.loads(json.dumps(first.state_snapshot())).items()
+             if k not in ("labellers", "restarts")}  # fmt: skip
+    under = [] if recorded is None else [{"detector": recorded, "from_scored": 0}]
+    upgraded, totals = _drift(now), AnnotationTotals()
+    upgraded.recorded_labellers["out_of_scope"] = functools.partial(last_counted_under, totals)
+    Pipeline([upgraded, totals]).restore(  # (drift before the totals, as built)
+        {"stage/drift": older, "stage/annotation_totals": {"counted_under": under}}
+    )
+    return first, upgraded
+
+
+def test_an_older_state_counted_under_another_detector_restarts_the_out_of_scope_windows() -> None:
+    """The review of trial 48 H1: a state kept by main under the original gold set (no
+    ``labellers``), run on the grown one, was restored whole and alarmed (13.3 % → 4.5 %)."""
+    first, upgraded = _upgraded(B, recorded=A.name)
+    assert _snap(upgraded.rates["out_of_scope"]) == _snap(_drift(B).rates["out_of_scope"])
+    assert _snap(upgraded.rates["refusal"]) == _snap(first.rates["refusal"])
+    why = (f"the out-of-scope detector differs from the one the stored counts were made under "
+           f"({A.name} → {B.name}): counts made under the two are not comparable")  # fmt: skip
+    assert upgraded.report()["out_of_scope"]["windows_restarted"] == {
+        "after_events": 4_800, "timestamp": _at(4_799).timestamp(), "why": why}  # fmt: skip
+    assert upgraded.alarms[-1] == {
+        "dimension": "out_of_scope", "comparison": "baseline", "state": "insufficient_data",
+        "after_events": 4_800, "timestamp": _at(4_799).timestamp(), "restarted": why}  # fmt: skip
+    _feed(upgraded, 4_800, 7_200, out_of_ten=1)  # the same traffic judged by B: no alarm
+    assert _opened(upgraded) == _opened(first)  # (only the one ended at the restart)
+    assert upgraded.labellers["out_of_scope"] == B  # the next snapshot keeps it
+    assert upgraded.state_snapshot()["labellers"]["out_of_scope"] == {"key": B.key, "name": B.name}
+
+
+def test_an_older_state_counted_under_the_same_detector_is_restored_whole() -> None:
+    for recorded in (A.name, None):  # the same detector, or none recorded
+        first, upgraded = _upgraded(A, recorded=recorded)
+        assert _snap(upgraded.rates["out_of_scope"]) == _snap(first.rates["out_of_scope"])
+        assert upgraded.restarts == {} and upgraded.alarms == first.alarms
+        assert upgraded.states()["out_of_scope"] == "drift"  # the open alarm kept
