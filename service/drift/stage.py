@@ -13,7 +13,12 @@ Dimensions (each with its own detector, windows over event time):
   its refusal is an over-refusal, no detector needed). Known questions are a small part of
   the traffic: its windows are ``known_windows`` (the current window and the frozen
   baseline's warm-up both ``analytics.drift.known_window_s``, one day by default) and
-  ``known_min_count`` known questions make a window testable. Its own Bonferroni share of
+  ``known_min_count`` known questions make a window testable. They take the known
+  questions the ``language`` window accepted (neither late, future nor held ahead of the
+  whole stream's watermark) and hold none ahead themselves: a few a day, hours apart, each
+  read as a jump ahead of their own watermark by the guard sized for the whole stream, so
+  most were held and dropped (trial 48: 10 of 32 taken, "the busiest had 10" at 24, 72 and
+  216 h; :func:`known_window_config`). Its own Bonferroni share of
   ``alpha``, as ``terms``: the other dimensions keep their levels. Baseline only (the gold
   set has no refusal rate to compare with);
 * ``known_miss`` — binary rate at which production's ranking misses every relevant passage
@@ -58,7 +63,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -256,6 +261,32 @@ def _pick(streams: list[str] | None, rows: list[int]) -> list[str] | None:
     return None if streams is None else [streams[i] for i in rows]
 
 
+def known_window_config(windows: WindowConfig) -> WindowConfig:
+    """The known-question dimensions' windowing: ``windows`` without the guard against
+    events ahead of the watermark (``max_ahead_s`` infinite, ``ahead_confirm`` 1, no gap
+    rule). Known questions are a few a day; against their own watermark each came hours
+    ahead, beyond ``max_ahead_s`` (6 h by default) and the gap rule's limit, and was held
+    until ``ahead_confirm`` of them within ``max_ahead_s`` of one another confirmed a jump,
+    which at that rate they seldom do: held, then dropped (trial 48: 22 of 32 known
+    questions, so no ``known_window_s`` made a window testable). The whole stream's
+    ``language`` window judges them instead: the stage feeds these windows only the events
+    it accepted (:func:`_accepted`)."""
+    return replace(windows, max_ahead_s=math.inf, ahead_confirm=1, ahead_gap_factor=0.0)
+
+
+def _accepted(column: _Column, ok: NDArray[np.bool_]) -> _Column | None:
+    """A known-question ``column`` restricted to the rows the ``language`` window accepted
+    (``ok``: a mask over the batch's events, neither late, future nor held ahead when they
+    came); ``None`` when none is left. Other columns are returned as they are."""
+    if column.dimension not in KNOWN or column.rows is None or bool(ok.all()):
+        return column
+    kept = [(row, value) for row, value in zip(column.rows, column.values, strict=True)
+            if ok[row]]  # fmt: skip
+    if not kept:
+        return None
+    return _Column(column.dimension, [v for _, v in kept], [r for r, _ in kept], column.counted)
+
+
 class DriftStage:
     """Pipeline stage updating one detector per dimension from the annotations.
 
@@ -335,7 +366,8 @@ class DriftStage:
         # terms)
         #: the current window of known_refusal and known_miss, seconds (recent_known)
         self.known_window_s = float((known_windows or windows).window_s)
-        known = {**common, "windows": known_windows or windows, "min_count": known_min_count,
+        known = {**common, "windows": known_window_config(known_windows or windows),
+                 "min_count": known_min_count,
                  "min_reference_count": min(30, known_min_count)}  # fmt: skip
         self.rates = {
             dim: (LanguageRateDriftDetector if dim == KNOWN_MISS else RateDriftDetector)(
@@ -884,7 +916,17 @@ class DriftStage:
         latest = {dim: det.reports for dim, det in detectors.items()}  # before the batch
         # each detector's reports after each of its tests, at the batch's event it followed
         logs: dict[str, TestLog] = {}
+        counter = self._kept_out_counter
+        ok: NDArray[np.bool_] | None = None  # the events the language window accepted
         for feed, wm in zip(feeds, marks, strict=True):
+            if ok is not None and (column := _accepted(feed.column, ok)) is not feed.column:
+                if column is None:  # (a known column: none of its events accepted)
+                    continue
+                rows = cast(list[int], column.rows)
+                checks = sorted(set(np.searchsorted(rows, ends).tolist()))
+                feed = _Feed(column, feed.detector, ts[rows], now[rows], _pick(streams, rows),
+                             checks)  # fmt: skip
+                wm = feed.detector.watermarks(feed.timestamps, feed.now)
             dim, values, rows, counted = feed.column
             tests: TestLog = []
             feed.detector.update_many(values, feed.timestamps, feed.now, feed.streams,
@@ -893,6 +935,9 @@ class DriftStage:
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:  # (values: of the column's rows)
                 self.live_counts[dim].update(values if counted is None else counted)
+            if feed.detector is counter:  # (language: the first feed)
+                late, future = counter.kept_out_masks()
+                ok = ~(late | future)  # (nothing is held in this path)
         late, future = self._kept_out_counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, None)
         return True
@@ -978,7 +1023,13 @@ class DriftStage:
         detectors = self._detectors()
         latest = {dim: det.reports for dim, det in detectors.items()}  # before the chunk
         logs: dict[str, TestLog] = {}
-        for dim, values, rows, counted in self._joint(_columns(annotations, questions)):
+        counter = self._kept_out_counter
+        ok: NDArray[np.bool_] | None = None  # the events the language window accepted
+        for whole in self._joint(_columns(annotations, questions)):
+            column = whole if ok is None else _accepted(whole, ok)
+            if column is None:  # (a known column: none of its events accepted)
+                continue
+            dim, values, rows, counted = column
             tests: TestLog = []
             if rows is None:
                 detectors[dim].update_many(values, stamps, now, streams, tests=tests)
@@ -989,7 +1040,9 @@ class DriftStage:
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:
                 self.live_counts[dim].update(values if counted is None else counted)
-        counter = self._kept_out_counter
+            if detectors[dim] is counter:  # (language: the first column)
+                late, future = counter.kept_out_masks()
+                ok = ~(late | future | counter.held_mask())
         late, future = counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, counter.held_mask())
 
