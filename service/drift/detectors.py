@@ -499,6 +499,18 @@ class _WindowedDetector:
         """Which events of the last update were held ahead of the watermark when they came."""
         return self._windows.held_mask()
 
+    def accepted_mask(self, timestamps: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Which events of the last update (``timestamps``: theirs, Unix seconds, in order)
+        the windows took: neither late nor future, nor held ahead of the watermark and still
+        ahead of it (one held when it came and released since, in the update, counts as
+        taken; a lone one refuted and passed by the watermark, never added, counts as taken
+        too, a rare case). A boolean mask over the update's events."""
+        late, future = self.kept_out_masks()
+        held = self.held_mask()
+        mark = self._windows.window.watermark
+        waiting = held if mark is None else held & (timestamps > mark)
+        return ~(late | future | waiting)
+
     def flush(self) -> bool:
         """Test again if events of a later-read stream came behind the last test (see
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""

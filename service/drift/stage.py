@@ -275,9 +275,9 @@ def known_window_config(windows: WindowConfig) -> WindowConfig:
 
 
 def _accepted(column: _Column, ok: NDArray[np.bool_]) -> _Column | None:
-    """A known-question ``column`` restricted to the rows the ``language`` window accepted
-    (``ok``: a mask over the batch's events, neither late, future nor held ahead when they
-    came); ``None`` when none is left. Other columns are returned as they are."""
+    """A known-question ``column`` restricted to the rows the ``language`` window took
+    (``ok``: a mask over the batch's events, the ``accepted_mask`` of its detector); ``None`` when none is left. Other columns are
+    returned as they are."""
     if column.dimension not in KNOWN or column.rows is None or bool(ok.all()):
         return column
     kept = [(row, value) for row, value in zip(column.rows, column.values, strict=True)
@@ -935,9 +935,8 @@ class DriftStage:
                          for after, reports in tests]  # fmt: skip
             if dim in self.live_counts:  # (values: of the column's rows)
                 self.live_counts[dim].update(values if counted is None else counted)
-            if feed.detector is counter:  # (language: the first feed)
-                late, future = counter.kept_out_masks()
-                ok = ~(late | future)  # (nothing is held in this path)
+            if feed.detector is counter:  # (language: the first feed; nothing held here)
+                ok = counter.accepted_mask(ts)
         late, future = self._kept_out_counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, None)
         return True
@@ -1041,8 +1040,7 @@ class DriftStage:
             if dim in self.live_counts:
                 self.live_counts[dim].update(values if counted is None else counted)
             if detectors[dim] is counter:  # (language: the first column)
-                late, future = counter.kept_out_masks()
-                ok = ~(late | future | counter.held_mask())
+                ok = counter.accepted_mask(np.asarray(stamps, dtype=np.float64))
         late, future = counter.kept_out_masks()
         self._record_tests(logs, latest, late, future, counter.held_mask())
 
