@@ -397,3 +397,46 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     # so the topic shares are nearest gold topics, and config check says so
     assert any(line.startswith("#   topic shares are by NEAREST gold topic (not facts; ")
                for line in result.stderr.splitlines())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "problem"),
+    [
+        ("nomodule:fn", "cannot import 'nomodule' (ModuleNotFoundError"),
+        ("service.retrievers.entrypoint:nothing_here",
+         "'service.retrievers.entrypoint' has no 'nothing_here'"),
+        ("service.retrievers.entrypoint:__doc__", "is neither callable nor has search()"),
+    ],
+)  # fmt: skip
+def test_a_declared_entrypoint_retriever_nothing_uses_is_checked(
+    tmp_path: Path, entrypoint: str, problem: str
+) -> None:
+    """Trial 48 L4: ``entrypoint: nomodule:fn``, declared and used by nothing yet, passed the
+    check (exit 0) and ``eval --retriever prod`` then failed. Every declared entrypoint
+    retriever is resolved now, the field named."""
+    result = _check(tmp_path, "retrievers:\n  - name: prod\n    kind: entrypoint\n"
+                              f"    entrypoint: {entrypoint}\n")  # fmt: skip
+    assert result.exit_code == 2, result.output
+    line = next(x for x in result.stderr.splitlines() if "retrievers[0].entrypoint" in x)
+    assert "retrievers[0].entrypoint (prod): " in line and repr(entrypoint) in line, line
+    assert problem in line, line
+
+
+def test_the_entrypoint_check_builds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class entry point is imported, not instantiated (its index is not built): one whose
+    constructor would fail is no problem of the check; a function is none either."""
+    from service.cli.config import retriever_problems
+
+    (tmp_path / "t48_heavy.py").write_text(
+        "class Index:\n    def __init__(self):\n        raise RuntimeError('built')\n"
+        "def top_k(question, k):\n    return []\n", encoding="utf-8")  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text("retrievers:\n"
+                      "  - {name: a, kind: entrypoint, entrypoint: 't48_heavy:Index'}\n"
+                      "  - {name: b, kind: entrypoint, entrypoint: 't48_heavy:top_k'}\n"
+                      "  - {name: c, kind: entrypoint, entrypoint: 't48_heavy:missing'}\n",
+                      encoding="utf-8")  # fmt: skip
+    problems = retriever_problems(load_settings(config))
+    assert problems == ["retrievers[2].entrypoint (c): entrypoint 't48_heavy:missing': "
+                        "'t48_heavy' has no 'missing'"]  # fmt: skip
