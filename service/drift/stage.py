@@ -276,8 +276,8 @@ def known_window_config(windows: WindowConfig) -> WindowConfig:
 
 def _accepted(column: _Column, ok: NDArray[np.bool_]) -> _Column | None:
     """A known-question ``column`` restricted to the rows the ``language`` window took
-    (``ok``: a mask over the batch's events, the ``accepted_mask`` of its detector); ``None`` when none is left. Other columns are
-    returned as they are."""
+    (``ok``: a mask over the batch's events, the ``accepted_mask`` of its detector);
+    ``None`` when none is left. Other columns are returned as they are."""
     if column.dimension not in KNOWN or column.rows is None or bool(ok.all()):
         return column
     kept = [(row, value) for row, value in zip(column.rows, column.values, strict=True)
@@ -919,12 +919,12 @@ class DriftStage:
         counter = self._kept_out_counter
         ok: NDArray[np.bool_] | None = None  # the events the language window accepted
         for feed, wm in zip(feeds, marks, strict=True):
-            if ok is not None and (column := _accepted(feed.column, ok)) is not feed.column:
-                if column is None:  # (a known column: none of its events accepted)
+            if ok is not None and (kept := _accepted(feed.column, ok)) is not feed.column:
+                if kept is None:  # (a known column: none of its events accepted)
                     continue
-                rows = cast(list[int], column.rows)
+                rows = cast(list[int], kept.rows)
                 checks = sorted(set(np.searchsorted(rows, ends).tolist()))
-                feed = _Feed(column, feed.detector, ts[rows], now[rows], _pick(streams, rows),
+                feed = _Feed(kept, feed.detector, ts[rows], now[rows], _pick(streams, rows),
                              checks)  # fmt: skip
                 wm = feed.detector.watermarks(feed.timestamps, feed.now)
             dim, values, rows, counted = feed.column

@@ -183,8 +183,9 @@ def regroup(
     sums: Callable[[Mapping[str, Any]], Sequence[float] | None],
 ) -> list[tuple[float, list[float]]]:
     """Add the buckets' ``sums(bucket)`` (``None``: nothing there) into points ``width``
-    seconds wide, starting at :func:`point_start` (whole weeks: Mondays 00:00 UTC): ``[(start, sums)]`` in
-    time order, empty points left out. ``width`` must be a multiple of the buckets' width."""
+    seconds wide, starting at :func:`point_start` (whole weeks: Mondays 00:00 UTC):
+    ``[(start, sums)]`` in time order, empty points left out. ``width`` must be a multiple
+    of the buckets' width."""
     points: dict[float, list[float]] = {}
     for bucket in buckets:
         values = sums(bucket)

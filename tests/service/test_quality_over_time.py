@@ -449,7 +449,8 @@ def test_weekly_points_are_iso_weeks_from_monday() -> None:
         buckets.append({"start": start, "known": {"n": 4, "recall": 3, "hit": 3, "rr": 3,
                                                   "recall_sq": 3, "rr_sq": 3},
                         "agreement": {},
-                        "known_questions": {f"g{i}-{j}": [1, int(j < 3)] for j in range(4)}})  # fmt: skip
+                        "known_questions": {f"g{i}-{j}": [1, int(j < 3)]
+                                            for j in range(4)}})  # fmt: skip
     track = over_time({"bucket_s": DAY, "buckets": buckets})["known"]
     assert track["bucket_s"] == 7 * DAY
     starts = [datetime.fromtimestamp(p["start"], UTC) for p in track["points"]]

@@ -49,8 +49,9 @@ def _replay(known_window_s: int, skewed: bool = False) -> DriftStage:
                            bucket_s=600, test_every_s=3600)  # fmt: skip
     known = WindowConfig(window_s=known_window_s, reference_window_s=86_400,
                          warmup_s=known_window_s, bucket_s=600, test_every_s=3600)  # fmt: skip
+    clock = (START + timedelta(days=60)).timestamp
     drift = DriftStage({}, windows=windows, min_count=200, terms=False, known_windows=known,
-                       known_min_count=30, clock=lambda: (START + timedelta(days=60)).timestamp())  # fmt: skip
+                       known_min_count=30, clock=clock)  # fmt: skip
     steps = sorted([(i * STEP, False) for i in range(10 * 288)]
                    + [(_second(at), True) for at in KNOWN_AT])  # fmt: skip
     if skewed:  # (after the day-2 question at 00:01)
