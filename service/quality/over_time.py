@@ -6,8 +6,7 @@ to start with), the sums of production's scores on known questions and of each s
 candidate's agreement with production. An hour rarely holds enough known questions to say
 anything (a team at 40 questions an hour scores about one), so :func:`over_time` regroups
 the buckets, per measure, into the narrowest width of :data:`WIDTHS_S` (a multiple of the
-series' own width; UTC-aligned, so a day is a calendar day and a week an ISO week from Monday
-00:00 UTC, :func:`point_start`) at which points of at least
+series' own width; UTC-aligned, so a day is a calendar day) at which points of at least
 ``min_n`` results, two or more of them, hold :data:`COVER` (80 %) of the results (a night's
 few questions do not make the day's hours too narrow); failing that, the width at which such
 points hold the most. Points over fewer than ``min_n`` results are not drawn (their results
@@ -89,7 +88,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from service.drift.stats_tests import wilson_interval
 
@@ -104,7 +102,6 @@ __all__ = [
     "known_line",
     "over_time",
     "paired_lower",
-    "point_start",
     "regroup",
     "question_key",
     "question_means",
@@ -152,46 +149,20 @@ def question_key(question: str) -> str:
     return hashlib.sha1(words.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
-#: A Monday, 00:00 UTC (1970-01-05), seconds: the origin of points whole weeks wide. The epoch
-#: was a Thursday, so weeks counted from it started on Thursdays and named a point starting
-#: the day before a log that began on a Friday (trial 48: "worst 2026-11-19 00:00 UTC + 7 d"
-#: of a log from 2026-11-20).
-WEEK_ORIGIN = 4 * 86400.0
-WEEK = 7 * 86400.0
-
-
-def point_start(timestamp: float, width: float) -> float:
-    """The start (Unix seconds) of the point ``width`` seconds wide holding ``timestamp``:
-    points are UTC-aligned, so a day is a calendar day, and a width of whole weeks (7 d,
-    14 d, ...) starts on a Monday at 00:00 UTC (ISO 8601 weeks); any other width is aligned
-    to multiples of itself since the epoch.
-
-    >>> from datetime import UTC, datetime
-    >>> t = datetime(2026, 11, 20, 13, tzinfo=UTC).timestamp()  # a Friday
-    >>> datetime.fromtimestamp(point_start(t, 7 * 86400), UTC).strftime("%a %Y-%m-%d %H:%M")
-    'Mon 2026-11-16 00:00'
-    >>> datetime.fromtimestamp(point_start(t, 86400), UTC).strftime("%Y-%m-%d %H:%M")
-    '2026-11-20 00:00'
-    """
-    origin = WEEK_ORIGIN if width % WEEK == 0 else 0.0
-    return math.floor((timestamp - origin) / width) * width + origin
-
-
 def regroup(
     buckets: Sequence[Mapping[str, Any]],
     width: float,
     sums: Callable[[Mapping[str, Any]], Sequence[float] | None],
 ) -> list[tuple[float, list[float]]]:
     """Add the buckets' ``sums(bucket)`` (``None``: nothing there) into points ``width``
-    seconds wide, starting at :func:`point_start` (whole weeks: Mondays 00:00 UTC):
-    ``[(start, sums)]`` in time order, empty points left out. ``width`` must be a multiple
-    of the buckets' width."""
+    seconds wide, aligned to multiples of ``width`` since the epoch: ``[(start, sums)]`` in
+    time order, empty points left out. ``width`` must be a multiple of the buckets' width."""
     points: dict[float, list[float]] = {}
     for bucket in buckets:
         values = sums(bucket)
         if values is None or not values[0]:
             continue
-        start = point_start(float(bucket["start"]), width)
+        start = math.floor(float(bucket["start"]) / width) * width
         target = points.setdefault(start, [0.0] * len(values))
         for i, value in enumerate(values):
             target[i] += value
@@ -237,6 +208,8 @@ def welch_t_test(sample1: Sequence[float], sample2: Sequence[float]) -> float:
         return 1.0 if math.isclose(m1, m2, rel_tol=1e-9, abs_tol=1e-12) else 0.0
     t = (m1 - m2) / math.sqrt(a1 + a2)
     df = (a1 + a2) ** 2 / (a1**2 / (len(sample1) - 1) + a2**2 / (len(sample2) - 1))
+    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
+
     return float(2.0 * stats.t.sf(abs(t), df))
 
 
@@ -261,7 +234,7 @@ def _question_test(
     :func:`welch_t_test` on per-question means (module docstring)."""
     by_point: dict[float, list[Mapping[str, Any]]] = {}
     for bucket in buckets:
-        by_point.setdefault(point_start(float(bucket["start"]), width), []).append(bucket)
+        by_point.setdefault(math.floor(float(bucket["start"]) / width) * width, []).append(bucket)
     for point in points:
         means = question_means(by_point.get(point["start"], []), lambda _: True, cells)
         point["questions"] = len(means)
@@ -272,7 +245,7 @@ def _question_test(
     worst = min(tested, key=lambda p: (p[f"question_{measure}"], p["start"]))
     start = worst["start"]
     inside = question_means(by_point[start], lambda _: True, cells)
-    rest = question_means(buckets, lambda t: point_start(t, width) != start, cells)
+    rest = question_means(buckets, lambda t: math.floor(t / width) * width != start, cells)
     if len(rest) < 2:
         return len(tested), None
     p_value = welch_t_test(list(inside.values()), list(rest.values()))
@@ -298,6 +271,8 @@ def _paired_many(
     var = (np.where(paired, diffs - mean[:, None], 0.0) ** 2).sum(axis=1) / (n - 1)
     constant = var / n <= 1e-24
     t = mean / np.sqrt(np.where(constant, 1.0, var / n))
+    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
+
     p = 2.0 * stats.t.sf(np.abs(t), n - 1)
     zero = np.isclose(mean, 0.0, rtol=0.0, atol=1e-12)
     return n, mean, np.where(constant, np.where(zero, 1.0, 0.0), p)
@@ -343,12 +318,12 @@ def _sustained(
     tested = [float(p["start"]) for p in points if p["questions"] >= min_n]
     if len(tested) < 2:
         return None
-    starts = sorted({point_start(float(b["start"]), width) for b in buckets})
+    starts = sorted({math.floor(float(b["start"]) / width) * width for b in buckets})
     row = {start: i for i, start in enumerate(starts)}
     firsts = lasts = set(_edges(tested))
     rows_of: dict[str, set[int]] = {}
     for bucket in buckets:
-        r = row[point_start(float(bucket["start"]), width)]
+        r = row[math.floor(float(bucket["start"]) / width) * width]
         for key in cells(bucket):
             rows_of.setdefault(key, set()).add(r)
     # a question asked at one point only can never pair (it needs a point before and one in)
@@ -357,7 +332,7 @@ def _sustained(
     events = np.zeros((len(starts) + 1, len(keys)))
     sums = np.zeros((len(starts) + 1, len(keys)))
     for bucket in buckets:
-        r = row[point_start(float(bucket["start"]), width)] + 1
+        r = row[math.floor(float(bucket["start"]) / width) * width] + 1
         for key, (n, total) in cells(bucket).items():
             if key in column:
                 events[r, column[key]] += float(n)
@@ -620,7 +595,7 @@ def sustained_agreement(
     cells = _agreement_questions(name)
     keys: dict[float, set[str]] = {}
     for bucket in buckets:
-        start = point_start(float(bucket["start"]), width)
+        start = math.floor(float(bucket["start"]) / width) * width
         keys.setdefault(start, set()).update(k for k, v in cells(bucket).items() if v[0])
     points = [{"start": start, "questions": len(keys.get(start, ()))}
               for start, values in grouped if values[0] >= min_n]  # fmt: skip

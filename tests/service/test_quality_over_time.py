@@ -435,25 +435,3 @@ def test_run_edges_are_capped_evenly_with_the_ends_kept() -> None:
     edges = _edges([float(i) for i in range(100)])
     assert len(edges) == 64 and edges[0] == 0.0 and edges[-1] == 99.0
     assert {b - a for a, b in zip(edges, edges[1:], strict=False)} == {1.0, 2.0}
-
-
-def test_weekly_points_are_iso_weeks_from_monday() -> None:
-    """Trial 48 L3: a log from Friday 2026-11-20 to Sunday 11-29, 4 known questions a day
-    (days too few for a point of 10; 2 days too). Weeks counted from the epoch (a Thursday)
-    named a point "2026-11-19 00:00 UTC + 7 d", a day before the log. Points 7 d wide are
-    ISO weeks: Monday 11-16 (holding 11-20…22: 12 questions) and Monday 11-23 (11-23…29: 28)."""
-    first = datetime(2026, 11, 20, tzinfo=UTC)
-    buckets = []
-    for i in range(10):
-        start = first.timestamp() + i * DAY
-        buckets.append({"start": start, "known": {"n": 4, "recall": 3, "hit": 3, "rr": 3,
-                                                  "recall_sq": 3, "rr_sq": 3},
-                        "agreement": {},
-                        "known_questions": {f"g{i}-{j}": [1, int(j < 3)]
-                                            for j in range(4)}})  # fmt: skip
-    track = over_time({"bucket_s": DAY, "buckets": buckets})["known"]
-    assert track["bucket_s"] == 7 * DAY
-    starts = [datetime.fromtimestamp(p["start"], UTC) for p in track["points"]]
-    assert [(s.isoweekday(), s.hour, s.minute) for s in starts] == [(1, 0, 0), (1, 0, 0)]
-    assert [s.date().isoformat() for s in starts] == ["2026-11-16", "2026-11-23"]
-    assert [p["n"] for p in track["points"]] == [3 * 4, 7 * 4]
