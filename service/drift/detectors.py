@@ -499,17 +499,25 @@ class _WindowedDetector:
         """Which events of the last update were held ahead of the watermark when they came."""
         return self._windows.held_mask()
 
-    def accepted_mask(self, timestamps: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """Which events of the last update (``timestamps``: theirs, Unix seconds, in order)
-        the windows took: neither late nor future, nor held ahead of the watermark and still
-        ahead of it (one held when it came and released since, in the update, counts as
-        taken; a lone one refuted and passed by the watermark, never added, counts as taken
-        too, a rare case). A boolean mask over the update's events."""
-        late, future = self.kept_out_masks()
-        held = self.held_mask()
-        mark = self._windows.window.watermark
-        waiting = held if mark is None else held & (timestamps > mark)
-        return ~(late | future | waiting)
+    def added_mask(self) -> NDArray[np.bool_]:
+        """Which events of the last update the windows added to their buckets in their own
+        update (neither late, future nor held then): a boolean mask over its events."""
+        return self._windows.added_mask()
+
+    def released(self) -> list[float]:
+        """The timestamps (Unix seconds) of the events held by an earlier update (or an
+        earlier part of the last one) that the last update or :meth:`finish` released."""
+        return self._windows.released()
+
+    def held_stamps(self) -> list[float]:
+        """The timestamps (Unix seconds) of the events held ahead of the watermark now."""
+        return [t for t, _ in self._windows.window.held]
+
+    def count_ahead(self, n: int) -> None:
+        """Add ``n`` to ``ahead``: known questions the ``language`` window newly holds
+        (``n`` > 0) or released (< 0), which these windows follow
+        (:class:`~service.drift.stage.DriftStage`)."""
+        self._windows.window.count_ahead(n)
 
     def flush(self) -> bool:
         """Test again if events of a later-read stream came behind the last test (see
