@@ -34,7 +34,8 @@ def config_check(config: Path | None) -> None:
     scrubbed with no pseudonym key (analytics.pii_key unset: unkeyed pseudonyms).
     Also checks what serve and replay would fail on later: the files it names exist, the
     gold set and corpus load (every row valid), every declared entrypoint retriever's
-    module imports and has its attribute (used or not; nothing is built or searched), the
+    module imports and has its attribute (used or not; the module's import-time code runs,
+    which may take time or connect; its class is not instantiated nor searched), the
     pseudonym key file holds a key, with
     the Kafka source the secret and TLS files it names can be read, and state.path is a file
     or can be created (nothing is created). Then it builds what serve builds before it
@@ -72,8 +73,9 @@ def retriever_problems(settings: Settings) -> list[str]:
     (:func:`~service.retrievers.entrypoint.load_entrypoint`), or the attribute is neither
     callable nor has ``search``. Every declared one, used or not: a retriever nothing uses
     yet passed the check and ``eval --retriever`` then failed (trial 48 L4). The module is
-    imported (its import-time code runs, as serve's would); a class is not instantiated and
-    nothing is searched, so no index is built."""
+    imported, so its import-time code runs as serve's would: a module that builds an index
+    or connects somewhere when imported does so here too (time, network). What the entry
+    point names is not called: a class is not instantiated, nothing is searched."""
     from service.retrievers.entrypoint import load_entrypoint
 
     problems = []

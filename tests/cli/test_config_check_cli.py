@@ -425,8 +425,8 @@ def test_a_declared_entrypoint_retriever_nothing_uses_is_checked(
 def test_the_entrypoint_check_builds_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A class entry point is imported, not instantiated (its index is not built): one whose
-    constructor would fail is no problem of the check; a function is none either."""
+    """A class entry point is imported, not instantiated (its constructor does not run):
+    one whose constructor would fail is no problem of the check; a function is none either."""
     from service.cli.config import retriever_problems
 
     (tmp_path / "t48_heavy.py").write_text(
