@@ -33,7 +33,10 @@ def config_check(config: Path | None) -> None:
     when personal data is not scrubbed (analytics or its PII stage off) and when it is
     scrubbed with no pseudonym key (analytics.pii_key unset: unkeyed pseudonyms).
     Also checks what serve and replay would fail on later: the files it names exist, the
-    gold set and corpus load (every row valid), the pseudonym key file holds a key, with
+    gold set and corpus load (every row valid), every declared entrypoint retriever's
+    module imports and has its attribute (used or not; the module's import-time code runs,
+    which may take time or connect; its class is not instantiated nor searched), the
+    pseudonym key file holds a key, with
     the Kafka source the secret and TLS files it names can be read, and state.path is a file
     or can be created (nothing is created). Then it builds what serve builds before it
     consumes, fitting the models (a few seconds; nothing written, nothing connected to), so
@@ -47,7 +50,7 @@ def config_check(config: Path | None) -> None:
 
     settings = _settings(config)
     loaded: dict[str, object] = {}
-    problems = file_problems(settings, loaded, config)
+    problems = file_problems(settings, loaded, config) + retriever_problems(settings)
     click.echo(f"# configuration from {config or 'defaults and environment'}", err=True)
     for notice in _notices(settings):
         click.echo(f"# note: {notice}", err=True)
@@ -62,6 +65,33 @@ def config_check(config: Path | None) -> None:
     click.echo("# ok: every check passed; serve and replay would start from:", err=True)
     for line in _check_summary(settings, loaded, analytics):
         click.echo(f"#   {line}", err=True)
+
+
+def retriever_problems(settings: Settings) -> list[str]:
+    """One ``"retrievers[i].entrypoint: <problem>"`` per declared ``entrypoint`` retriever
+    whose entry point does not resolve: its module does not import or has no such attribute
+    (:func:`~service.retrievers.entrypoint.load_entrypoint`), or the attribute is neither
+    callable nor has ``search``. Every declared one, used or not: a retriever nothing uses
+    yet passed the check and ``eval --retriever`` then failed (trial 48 L4). The module is
+    imported, so its import-time code runs as serve's would: a module that builds an index
+    or connects somewhere when imported does so here too (time, network). What the entry
+    point names is not called: a class is not instantiated, nothing is searched."""
+    from service.retrievers.entrypoint import load_entrypoint
+
+    problems = []
+    for i, retriever in enumerate(settings.retrievers):
+        if retriever.kind != "entrypoint" or not retriever.entrypoint:
+            continue
+        field = f"retrievers[{i}].entrypoint ({retriever.name})"
+        try:
+            target = load_entrypoint(retriever.entrypoint)
+        except ValueError as exc:
+            problems.append(f"{field}: {exc}")
+            continue
+        if not (callable(target) or callable(getattr(target, "search", None))):
+            problems.append(f"{field}: {retriever.entrypoint!r} is neither callable nor has "
+                            "search()")  # fmt: skip
+    return problems
 
 
 def _build(settings: Settings) -> tuple[Analytics | None, list[str], str | None]:

@@ -498,6 +498,26 @@ class _WindowedDetector:
         """Which events of the last update were held ahead of the watermark when they came."""
         return self._windows.held_mask()
 
+    def added_mask(self) -> NDArray[np.bool_]:
+        """Which events of the last update the windows added to their buckets in their own
+        update (neither late, future nor held then): a boolean mask over its events."""
+        return self._windows.added_mask()
+
+    def released(self) -> list[float]:
+        """The timestamps (Unix seconds) of the events held by an earlier update (or an
+        earlier part of the last one) that the last update or :meth:`finish` released."""
+        return self._windows.released()
+
+    def held_stamps(self) -> list[float]:
+        """The timestamps (Unix seconds) of the events held ahead of the watermark now."""
+        return [t for t, _ in self._windows.window.held]
+
+    def count_ahead(self, n: int) -> None:
+        """Add ``n`` to ``ahead``: known questions the ``language`` window newly holds
+        (``n`` > 0) or released (< 0), which these windows follow
+        (:class:`~service.drift.stage.DriftStage`)."""
+        self._windows.window.count_ahead(n)
+
     def flush(self) -> bool:
         """Test again if events of a later-read stream came behind the last test (see
         :meth:`~service.drift.windows.ComparisonWindows.flush`); whether it tested."""

@@ -671,6 +671,12 @@ class CategoryWindow:
         self.ahead += result.ahead
         return result
 
+    def count_ahead(self, n: int) -> None:
+        """Add ``n`` to ``ahead`` for events another window this one follows holds (``n`` > 0:
+        newly held there; < 0: released there, and added here as they come): the
+        known-question windows follow the ``language`` window's decisions."""
+        self.ahead += int(n)
+
     def release_held(self) -> WindowUpdate:
         """The input ended (a replay's end): add the events the gap rule holds that no later
         event refuted, as if they had confirmed their jump; return what changed (``accepted``
@@ -1166,8 +1172,11 @@ class ComparisonWindows:
         self._start: float | None = None  # watermark at the first tick
         self._tested_at: float | None = None  # watermark at the last test
         self._behind = 0  # events added at or before it since (streams only)
-        #: the window updates' (late, future, held when they came) masks of the last ingest
-        self._parts: list[tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]] = []
+        #: the window updates' (late, future, held when they came, added) masks of the last
+        #: ingest
+        self._parts: list[tuple[NDArray[np.bool_], ...]] = []
+        #: the timestamps of the earlier-held events the last ingest (or finish) released
+        self._released: list[float] = []
 
     def ingest(
         self,
@@ -1221,7 +1230,7 @@ class ComparisonWindows:
         plain = not self.holds(watermarks)
         stops = sorted({int(c) for c in checks if 0 < c < len(ts)}) if streams else []
         every_stop = bool(stops) and (not plain or self.window.could_forget(streams or []))
-        self._parts = []
+        self._parts, self._released = [], []
         added: list[NDArray[np.float64]] = []
 
         def add(start: int, end: int) -> None:
@@ -1296,7 +1305,8 @@ class ComparisonWindows:
         """Keep the last window update's late, future and held masks for
         :meth:`kept_out_masks`."""
         w = self.window
-        self._parts.append((w.last_late, w.last_future, w.last_arrived_ahead))
+        self._parts.append((w.last_late, w.last_future, w.last_arrived_ahead, w.last_ok))
+        self._released.extend(t for t, _ in w.last_released)
 
     def kept_out_masks(self) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
         """``(late, future)``: which events of the last :meth:`ingest` were counted late and
@@ -1307,6 +1317,19 @@ class ComparisonWindows:
         """Which events of the last :meth:`ingest` were held ahead of the watermark when they
         came (a boolean mask over its events, in their order; released since or not)."""
         return self._masks(2)
+
+    def added_mask(self) -> NDArray[np.bool_]:
+        """Which events of the last :meth:`ingest` its window updates added to the buckets
+        (a boolean mask over its events, in their order): neither late, future nor held when
+        the update that took them ended (one held and released by a later part of the
+        ingest is in :meth:`released` instead)."""
+        return self._masks(3)
+
+    def released(self) -> list[float]:
+        """The timestamps (Unix seconds) of the events held before, by an earlier
+        :meth:`ingest` or an earlier part of the last one, that the last :meth:`ingest` or
+        :meth:`finish` released into the buckets."""
+        return list(self._released)
 
     def _masks(self, which: int) -> NDArray[np.bool_]:
         """The ``which``-th mask of the last ingest's window updates, joined."""
@@ -1331,8 +1354,10 @@ class ComparisonWindows:
         have; ``on_added(0, 0)`` after the release (see :meth:`ingest`). Returns whether it
         tested."""
         w = self.window
+        self._released = []
         if not w.release_held().accepted:
             return False
+        self._released = [t for t, _ in w.last_released]
         self._track_busiest(w.last_accepted)  # (the sizing counts every accepted event)
         self._parts = []
         self._take_baseline()

@@ -60,6 +60,7 @@ from service.shadow.gold_runs import GoldRuns
 from service.shadow.stage import ShadowStageReport
 from service.state import StateError, StateStore
 from service.telemetry import build_gold_refresh_metrics, build_metrics, build_trace_metrics
+from service.topics.model import NOVEL
 from service.traces.mapping import content_index
 
 log = logging.getLogger(__name__)
@@ -859,8 +860,13 @@ class Runtime:
                                   if documents else {})  # fmt: skip
                 harvest.coverage.set_gold({**counts, **gold_documents})
             if self.live.analytics_metrics is not None:
-                self.live.analytics_metrics.set_gold_shares(counts)
                 analytics = self.live.analytics
+                if model is not None:  # a topic new since the start gets its own label
+                    added = self.live.analytics_metrics.add_topic_labels(
+                        [*model.names, *([NOVEL] if model.novelty_on else [])]
+                    )
+                    analytics.topic_labels = (*analytics.topic_labels, *added)
+                self.live.analytics_metrics.set_gold_shares(counts)
                 self.live.analytics_metrics.set_detector_quality(
                     {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},
                     analytics.quality_floor, analytics.min_balanced_accuracy,

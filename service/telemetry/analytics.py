@@ -34,6 +34,16 @@ DETECTORS: tuple[str, ...] = ("out_of_scope", "novelty")
 #: Rates of a detector's operating point (``goldwatch_detector_operating_point_ratio``).
 OPERATING_RATES: tuple[str, ...] = ("tpr", "fpr", "balanced_accuracy")
 PII_TYPES: tuple[str, ...] = _PII_TYPES  # service.pii's fixed types: a bounded label set
+#: Topic labels a process adds at most after its start (gold-set refreshes whose refitted
+#: model has topics new since then, :meth:`AnalyticsMetrics.add_topic_labels`); a topic
+#: beyond them is exported as ``other`` until a restart (the series stay bounded).
+MAX_ADDED_TOPIC_LABELS = 32
+#: What a topic label holds beyond the start's topics (the help of the topic metrics).
+NEW_TOPICS_HELP = (
+    "A topic a gold-set refresh's refitted model gained after the start (the status page "
+    f"names it, e.g. topic-7) has its own label, at most {MAX_ADDED_TOPIC_LABELS} such "
+    "topics a process; a later one, until a restart, is counted under other."
+)
 
 
 def _bounded(value: Any, allowed: tuple[str, ...]) -> str:
@@ -166,6 +176,8 @@ class AnalyticsMetrics:
     topic_labels: tuple[str, ...]
     #: the ``(dimension, comparison)`` drift series set so far (:meth:`observe_drift`)
     drift_compared: set[tuple[str, str]] = field(default_factory=set)
+    #: the topic labels registered at the start, once :meth:`add_topic_labels` added some
+    topic_labels_at_start: tuple[str, ...] = ()
 
     def observe_annotations(
         self,
@@ -442,6 +454,31 @@ class AnalyticsMetrics:
         ``upper``); ``None`` or not finite removes the series (unknown, not 0)."""
         _set_or_remove(self.misjudged_unanswerable_upper, upper, "out_of_scope")
 
+    def add_topic_labels(self, topics: Sequence[str]) -> tuple[str, ...]:
+        """Let the topic label take ``topics`` not among :attr:`topic_labels` yet (a gold-set
+        refresh's refitted model: a topic new since the start, e.g. ``topic-7`` after an
+        accept, was exported as ``other`` while the status page named it, trial 48 L1), at
+        most :data:`MAX_ADDED_TOPIC_LABELS` over the process's life so the series stay
+        bounded (beyond that a new topic stays ``other``, which docs/metrics.md says). A
+        topic once added keeps its label (its counter series stay, as counters must).
+        Returns the labels added now, in ``topics``' order; their questions_by_topic series
+        start at 0."""
+        have = set(self.topic_labels)
+        room = MAX_ADDED_TOPIC_LABELS - self._added_topics()
+        added = tuple(t for t in dict.fromkeys(topics) if t not in have)[: max(0, room)]
+        if added:  # (a frozen dataclass: the label set is the one field that grows)
+            object.__setattr__(self, "topic_labels", (*self.topic_labels, *added))
+            start = self.topic_labels_at_start or self.topic_labels[: -len(added)]
+            object.__setattr__(self, "topic_labels_at_start", start)
+            for topic in added:
+                self.questions_by_topic.labels(topic=topic)
+        return added
+
+    def _added_topics(self) -> int:
+        """Topic labels added since the start (:meth:`add_topic_labels`)."""
+        start = self.topic_labels_at_start
+        return 0 if not start else len(self.topic_labels) - len(start)
+
     def _allowed(self, dimension: str) -> tuple[str, ...]:
         return self.language_labels if dimension == "language" else self.topic_labels
 
@@ -470,7 +507,7 @@ def _topic_help(descriptions: Mapping[str, str]) -> str:
     named = [label for name, label in sorted(descriptions.items(),
                                              key=lambda kv: topic_sort_key(kv[0]))
              if label != name][:100]  # fmt: skip
-    return f"Questions by topic. {NEAREST_HELP}" + (
+    return f"Questions by topic. {NEAREST_HELP} {NEW_TOPICS_HELP}" + (
         f" Topics: {'; '.join(named)}." if named else ""
     )
 
@@ -563,7 +600,7 @@ def build_analytics_metrics(
             "unlabelled row its nearest topic, and any row novel when its leave-one-out novelty "
             "similarity is below the threshold (docs/topics.md, 'Like-for-like comparison "
             "with the gold set'). While the novelty detector is untrusted the recording "
-            "rules leave novel out of the gold and the live topic shares alike.",
+            f"rules leave novel out of the gold and the live topic shares alike. {NEW_TOPICS_HELP}",
             ["dimension", "category"],
         ),
         gold_share_rows=gauge(

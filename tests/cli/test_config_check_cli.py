@@ -379,16 +379,17 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     assert line in lines
     assert lines[lines.index(line) + 1] == f"#     out-of-scope calibration: {CALIBRATION_LIMIT}"
     novelty = [line for line in result.stderr.splitlines() if "#   novelty detector" in line]
-    # novelty's operating point (since trial 15), the replay report's figures: 97 of 477 held
-    # out read novel (0.20335 = 97 / 477), 24 of 477 with every topic kept (0.05031)
-    # (the production-shaped golden's tpr 0.2033543 and fpr 0.0503145); balanced accuracy
-    # (97 / 477 + 1 - 24 / 477) / 2 = 550 / 954 = 0.577, with the FPR at its Wilson bound over
-    # 477 (0.0739) 0.565: under 0.68, uncalibrated since the fortieth session (trial t40)
+    # novelty's operating point (since trial 15), the replay report's figures: 183 of 477 held
+    # out read novel (0.38365 = 183 / 477), 24 of 477 with every topic kept (0.05031)
+    # (the production-shaped golden's tpr 0.3836478 and fpr 0.0503145 since the topics are
+    # fitted by content in session 48); balanced accuracy (183 / 477 + 1 - 24 / 477) / 2 =
+    # 636 / 954 = 0.667, with the FPR at its Wilson bound over 477 (0.0739) 0.655: under 0.68,
+    # uncalibrated since the fortieth session (trial t40)
     assert len(novelty) == 1 and novelty[0].startswith(
         "#   novelty detector UNCALIBRATED (its counts are not facts and raise no drift alarm): "
-        "novelty balanced accuracy 0.577 at its threshold (gold questions read novel with their "
-        "topic held out 97 of 477 (TPR 0.203); read novel with every topic kept 24 of 477 (FPR "
-        "0.050); ROC AUC 0.764), 0.565 with its false-positive rate at its Wilson 95 % upper "
+        "novelty balanced accuracy 0.667 at its threshold (gold questions read novel with their "
+        "topic held out 183 of 477 (TPR 0.384); read novel with every topic kept 24 of 477 (FPR "
+        "0.050); ROC AUC 0.866), 0.655 with its false-positive rate at its Wilson 95 % upper "
         "bound over 477 questions, is below analytics.scope_min_balanced_accuracy 0.68"
     )
     assert novelty[0].endswith(
@@ -397,3 +398,48 @@ def test_a_calibrated_detector_line_shows_its_operating_point(tmp_path: Path) ->
     # so the topic shares are nearest gold topics, and config check says so
     assert any(line.startswith("#   topic shares are by NEAREST gold topic (not facts; ")
                for line in result.stderr.splitlines())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "problem"),
+    [
+        ("nomodule:fn", "cannot import 'nomodule' (ModuleNotFoundError"),
+        ("service.retrievers.entrypoint:nothing_here",
+         "'service.retrievers.entrypoint' has no 'nothing_here'"),
+        ("service.retrievers.entrypoint:__doc__", "is neither callable nor has search()"),
+    ],
+)  # fmt: skip
+def test_a_declared_entrypoint_retriever_nothing_uses_is_checked(
+    tmp_path: Path, entrypoint: str, problem: str
+) -> None:
+    """Trial 48 L4: ``entrypoint: nomodule:fn``, declared and used by nothing yet, passed the
+    check (exit 0) and ``eval --retriever prod`` then failed. Every declared entrypoint
+    retriever is resolved now, the field named."""
+    result = _check(tmp_path, "retrievers:\n  - name: prod\n    kind: entrypoint\n"
+                              f"    entrypoint: {entrypoint}\n")  # fmt: skip
+    assert result.exit_code == 2, result.output
+    line = next(x for x in result.stderr.splitlines() if "retrievers[0].entrypoint" in x)
+    assert "retrievers[0].entrypoint (prod): " in line and repr(entrypoint) in line, line
+    assert problem in line, line
+
+
+def test_the_entrypoint_check_builds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A class entry point is imported, not instantiated (its constructor does not run):
+    one whose constructor would fail is no problem of the check; a function is none either."""
+    from service.cli.config import retriever_problems
+
+    (tmp_path / "t48_heavy.py").write_text(
+        "class Index:\n    def __init__(self):\n        raise RuntimeError('built')\n"
+        "def top_k(question, k):\n    return []\n", encoding="utf-8")  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "goldwatch.yaml"
+    config.write_text("retrievers:\n"
+                      "  - {name: a, kind: entrypoint, entrypoint: 't48_heavy:Index'}\n"
+                      "  - {name: b, kind: entrypoint, entrypoint: 't48_heavy:top_k'}\n"
+                      "  - {name: c, kind: entrypoint, entrypoint: 't48_heavy:missing'}\n",
+                      encoding="utf-8")  # fmt: skip
+    problems = retriever_problems(load_settings(config))
+    assert problems == ["retrievers[2].entrypoint (c): entrypoint 't48_heavy:missing': "
+                        "'t48_heavy' has no 'missing'"]  # fmt: skip
