@@ -441,13 +441,20 @@ class Runtime:
             return False
         key = gold_file_key(path)
         seen, self._gold_seen_key = self._gold_seen_key, key
-        if key == self._gold_read_key or key != seen:
+        if key != seen:
             return False
+        # The read key is compared, and the request counted, under the lock refreshes are
+        # counted under: a refresh (an accept's) that read this file and ended between the
+        # comparison and the count otherwise left a stale key, or a request that came after
+        # it, and the same file was read a second time (a refresh counted twice).
         with self._refresh_counter_lock:
+            if key == self._gold_read_key:
+                return False
             if self._refresh_requested > self._refresh_covered:
                 return False  # a refresh is queued or running
+            self._refresh_requested += 1
         log.info("the gold-set file %s changed since it was read: reloading it", path)
-        self.request_gold_refresh()
+        self._start_refresh()
         return True
 
     def _idle_turns(self) -> None:
@@ -789,6 +796,10 @@ class Runtime:
         ``gold_refresh_error``) always reflects the newest read of the file."""
         with self._refresh_counter_lock:
             self._refresh_requested += 1
+        self._start_refresh()
+
+    def _start_refresh(self) -> None:
+        """The thread of a refresh counted in ``_refresh_requested`` (:meth:`_refresh_gold`)."""
         threading.Thread(target=self._refresh_gold, name="goldwatch-gold-refresh",
                          daemon=True).start()  # fmt: skip
 

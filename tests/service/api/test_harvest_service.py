@@ -31,9 +31,24 @@ from service.settings import load_settings
 from tests.service.api.test_app import TOKEN, Server, _free_port
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
+#: Bound of every request to the shared server (seconds; a hang still fails). httpx's default,
+#: 5 s, was a timing assertion in disguise: under load the status page (``GET /``, its charts
+#: drawn on the first request) took longer, and the failed-refresh test failed with
+#: ``ReadTimeout`` in 2 runs of 2 under a load of ~11.
+WAIT_S = 120.0
 REFRESH_THREAD = "goldwatch-gold-refresh"  # the name Runtime.gold_accepted gives its threads
 
 pytestmark = pytest.mark.slow  # a served app that first consumes the whole demo log
+
+
+def _get(url: str, **kwargs: Any) -> httpx.Response:
+    """``httpx.get`` bounded by :data:`WAIT_S`, not httpx's 5 s."""
+    return httpx.get(url, timeout=WAIT_S, **kwargs)
+
+
+def _post(url: str, **kwargs: Any) -> httpx.Response:
+    """``httpx.post`` bounded by :data:`WAIT_S`, not httpx's 5 s."""
+    return httpx.post(url, timeout=WAIT_S, **kwargs)
 
 
 def _refreshes_done(timeout_s: float = 120.0) -> None:
@@ -64,7 +79,7 @@ def _demo_settings(tmp: Path, **overrides: Any) -> Any:
 def _consumed(running: Server) -> Server:
     """``running`` once ``/v1/status`` says its input is finished (fail after 120 s)."""
     deadline = time.monotonic() + 120
-    while not httpx.get(running.base + "/v1/status").json()["input_finished"]:
+    while not _get(running.base + "/v1/status").json()["input_finished"]:
         assert time.monotonic() < deadline, "the demo log was not consumed in time"
         time.sleep(0.2)
     return running
@@ -85,7 +100,7 @@ def _no_refresh_left_running() -> Iterator[None]:
 
 
 def _list(server: Server, **params: Any) -> dict[str, Any]:
-    response = httpx.get(server.base + "/v1/gold-candidates", params=params)
+    response = _get(server.base + "/v1/gold-candidates", params=params)
     assert response.status_code == 200, response.text
     return response.json()  # type: ignore[no-any-return]
 
@@ -106,7 +121,7 @@ def test_suggestions_are_listed_with_reasons_and_filters(server: Server) -> None
     assert all(r["suggested"]["language"] == "hi-Latn" for r in hinglish["items"])
     # goldwatch's guesses are under `suggested`, never fields that read as labels (trial 40)
     assert not any({"language", "topic", "role"} & set(r) for r in hinglish["items"])
-    metrics = httpx.get(server.base + "/metrics").text
+    metrics = _get(server.base + "/metrics").text
     assert 'goldwatch_gold_candidates_total{reason="refused"}' in metrics
 
 
@@ -116,20 +131,20 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     before = gold_path.read_text(encoding="utf-8").splitlines()
     refreshes = runtime.gold_refreshes
     topics = dict(runtime.live.analytics.topic_descriptions)  # the demo gold set's labels
-    quality = httpx.get(server.base + "/v1/quality").json()
+    quality = _get(server.base + "/v1/quality").json()
     refused = _list(server, reason="refused", status="suggested", limit=200)["items"]
     item = next(row for row in refused if row["pool"])  # one with passages to name as gold
     passage = item["pool"][0]["id"]
     url = f"{server.base}/v1/gold-candidates/{item['id']}/accept"
-    assert httpx.post(url, json={"gold": [passage], "kind": "plain"}).status_code == 401
-    response = httpx.post(url, json={"gold": [passage], "kind": "plain"}, headers=AUTH)
+    assert _post(url, json={"gold": [passage], "kind": "plain"}).status_code == 401
+    response = _post(url, json={"gold": [passage], "kind": "plain"}, headers=AUTH)
     assert response.status_code == 200, response.text
     after = gold_path.read_text(encoding="utf-8").splitlines()
     assert after[: len(before)] == before and len(after) == len(before) + 1  # appended only
     row = json.loads(after[-1])
     assert row["gold"] == [passage] and row["source"] == "real"
     assert row["id"] not in {json.loads(line)["id"] for line in before}
-    again = httpx.post(url, json={"gold": [], "kind": "unanswerable"}, headers=AUTH)
+    again = _post(url, json={"gold": [], "kind": "unanswerable"}, headers=AUTH)
     assert again.status_code == 409
     _refreshes_done()
     assert runtime.gold_refresh_error is None and runtime.gold_refreshes == refreshes + 1
@@ -138,7 +153,7 @@ def test_accept_appends_to_the_gold_set_and_refreshes(server: Server) -> None:
     assert index.match_many([row["question"]])[0].gold_id == row["id"]
     # known-question figures: the appended row changed no other, so all are carried over (a
     # trial saw them labelled with the new version; after a restart, gone) and it says so
-    now = httpx.get(server.base + "/v1/quality").json()
+    now = _get(server.base + "/v1/quality").json()
     assert now["known"] == quality["known"] and now["known"]["production"]["n_known"] > 0
     assert now["gold_set_version"] == index.gold.version != quality["gold_set_version"]
     assert {key: now["coverage"]["changes"][-1][key]
@@ -169,7 +184,7 @@ def _document_covered_by_accepts(server: Server) -> None:
     harvest = runtime.live.harvest
     assert harvest is not None
     doc = "invigilation-note-odd-2026.docx"
-    listed = httpx.get(server.base + "/v1/status").json()["under_covered_documents"]
+    listed = _get(server.base + "/v1/status").json()["under_covered_documents"]
     before = next(g for g in listed["gaps"] if g["document"] == doc)
     assert before["live"] > 0.08 * before["live_total"] and before["gold"] <= 2
     gold_path = Path(runtime.settings.gold_set)  # type: ignore[arg-type]
@@ -180,32 +195,32 @@ def _document_covered_by_accepts(server: Server) -> None:
                    for row in item["pool"])]  # fmt: skip
     for item in ours[:2]:
         url = f"{server.base}/v1/gold-candidates/{item['id']}/accept"
-        response = httpx.post(url, json={"gold": [passages[0]], "kind": "plain"}, headers=AUTH)
+        response = _post(url, json={"gold": [passages[0]], "kind": "plain"}, headers=AUTH)
         assert response.status_code == 200, response.text
     _refreshes_done()
     assert runtime.gold_refresh_error is None
     rows = [json.loads(line) for line in gold_path.read_text(encoding="utf-8").splitlines()]
     on_doc = sum(any(p in passages for p in row["gold"]) for row in rows)
     assert harvest.coverage.gold["document"][doc] == on_doc == before["gold"] + 2
-    after = httpx.get(server.base + "/v1/status").json()["under_covered_documents"]
+    after = _get(server.base + "/v1/status").json()["under_covered_documents"]
     assert doc not in {g["document"] for g in after["gaps"]}
     assert harvest.coverage.document_totals[doc] == before["live"]  # the input had ended
 
 
 def test_the_shared_server_without_a_corpus_lists_no_documents(server: Server) -> None:
-    assert httpx.get(server.base + "/v1/status").json()["under_covered_documents"] is None
+    assert _get(server.base + "/v1/status").json()["under_covered_documents"] is None
 
 
 def test_reject_keeps_the_decision_scrubbed(server: Server) -> None:
     item = _list(server, status="suggested", limit=1)["items"][0]
     url = f"{server.base}/v1/gold-candidates/{item['id']}/reject"
     planted = "call me on 9876543210 <script>"
-    response = httpx.post(url, json={"reason": planted}, headers=AUTH)
+    response = _post(url, json={"reason": planted}, headers=AUTH)
     assert response.status_code == 200 and response.json()["status"] == "rejected"
     assert "9876543210" not in response.text  # the kept reason is scrubbed
     listed = _list(server, status="rejected", limit=50)
     assert item["id"] in {row["id"] for row in listed["items"]}
-    bad = httpx.post(f"{server.base}/v1/gold-candidates/c-0000000000000000/reject",
+    bad = _post(f"{server.base}/v1/gold-candidates/c-0000000000000000/reject",
                      json={"reason": planted}, headers=AUTH)  # fmt: skip
     assert bad.status_code == 404 and "9876543210" not in bad.text
 
@@ -216,9 +231,9 @@ def test_one_suggestion_by_id_and_the_language_filter_ignores_case(server: Serve
     for asked in ("hi-latn", "HI-LATN"):
         assert _list(server, language=asked, limit=500) == exact
     item = exact["items"][0]
-    one = httpx.get(f"{server.base}/v1/gold-candidates/{item['id']}")
+    one = _get(f"{server.base}/v1/gold-candidates/{item['id']}")
     assert one.status_code == 200 and one.json() == item
-    unknown = httpx.get(f"{server.base}/v1/gold-candidates/c-ffffffffffffffff")
+    unknown = _get(f"{server.base}/v1/gold-candidates/c-ffffffffffffffff")
     assert unknown.status_code == 404
     assert unknown.json() == {"error": "not_found", "detail": "unknown gold candidate"}
 
@@ -226,7 +241,7 @@ def test_one_suggestion_by_id_and_the_language_filter_ignores_case(server: Serve
 def test_every_mutating_route_checks_the_token_before_the_body(server: Server) -> None:
     """Routes from the live OpenAPI document; bodies that are not JSON, or the wrong JSON, and
     path ids that do not match: still 401 without a token, 403 with a wrong one."""
-    spec = httpx.get(server.base + "/openapi.json").json()
+    spec = _get(server.base + "/openapi.json").json()
     mutating = [
         (method.upper(), path)
         for path, operations in spec["paths"].items()
@@ -239,11 +254,15 @@ def test_every_mutating_route_checks_the_token_before_the_body(server: Server) -
             url = server.base + re.sub(r"\{[^}]+\}", segment, path)
             for content in (b"garbage", b'{"gold": "x", "kind": 1}', b"\xff\xfe"):
                 json_type = {"content-type": "application/json"}
-                none = httpx.request(method, url, content=content, headers=json_type)
+                none = httpx.request(
+                    method, url, timeout=WAIT_S, content=content, headers=json_type
+                )
                 assert none.status_code == 401, (method, url, content, none.text)
                 assert none.json()["error"] == "unauthorized"
                 wrong_token = {**json_type, "authorization": "Bearer nope"}
-                wrong = httpx.request(method, url, content=content, headers=wrong_token)
+                wrong = httpx.request(
+                    method, url, timeout=WAIT_S, content=content, headers=wrong_token
+                )
                 assert wrong.status_code == 403, (method, url, content, wrong.text)
 
 
@@ -255,7 +274,7 @@ def test_export_reads_the_state_file_while_the_service_runs(server: Server) -> N
     undecided = _list(server, status="suggested", limit=1)["total"]
     assert len(rows) == undecided and result.stderr == f"{undecided} suggestion(s) -> stdout\n"
     assert all(r["id"].startswith("c-") and r["gold"] == [] and "kind" not in r for r in rows)
-    assert httpx.get(server.base + "/readyz").status_code == 200  # the service did not mind
+    assert _get(server.base + "/readyz").status_code == 200  # the service did not mind
 
 
 def test_accept_answers_503_while_the_gold_set_file_cannot_be_written(server: Server) -> None:
@@ -269,14 +288,14 @@ def test_accept_answers_503_while_the_gold_set_file_cannot_be_written(server: Se
     kept = gold_path.with_name("kept.jsonl")
     gold_path.rename(kept)
     try:
-        moved = httpx.post(url, json=verdict, headers=AUTH)
+        moved = _post(url, json=verdict, headers=AUTH)
         assert moved.status_code == 503 and moved.json()["error"] == "unavailable"
         assert "missing" in moved.json()["detail"] and not gold_path.exists()  # not recreated
         gold_path.mkdir()
-        folder = httpx.post(url, json=verdict, headers=AUTH)
+        folder = _post(url, json=verdict, headers=AUTH)
         assert folder.status_code == 503 and folder.headers["content-type"] == "application/json"
         assert "cannot be written" in folder.json()["detail"]
-        assert httpx.get(f"{server.base}/v1/gold-candidates/{item['id']}").json()["status"] == (
+        assert _get(f"{server.base}/v1/gold-candidates/{item['id']}").json()["status"] == (
             "suggested"
         )
     finally:
@@ -284,7 +303,7 @@ def test_accept_answers_503_while_the_gold_set_file_cannot_be_written(server: Se
             gold_path.rmdir()
         kept.rename(gold_path)
     ids = {json.loads(line)["id"] for line in gold_path.read_text().splitlines()}
-    retry = httpx.post(url, json=verdict, headers=AUTH)
+    retry = _post(url, json=verdict, headers=AUTH)
     assert retry.status_code == 200 and retry.json()["gold_id"] not in ids
 
 
@@ -302,19 +321,19 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
     failed = _metric(server, 'goldwatch_gold_refreshes_total{outcome="failed"}')
     # the notices the demo's service gives without a failed refresh (its novelty detector is
     # uncalibrated, so one says the topic shares are by nearest gold topic)
-    notices = httpx.get(server.base + "/v1/status").json()["notices"]
+    notices = _get(server.base + "/v1/status").json()["notices"]
     assert not any("refresh" in notice for notice in notices)
     bad = {"id": "q-broken", "question": planted, "gold": "not-a-list"}
     try:
         gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
         item = _list(server, status="suggested", limit=1)["items"][0]
-        response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
+        response = _post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
                               json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
         assert response.status_code == 503, response.text  # nothing appended to it
         assert f"line {lines + 1}" in response.text and "9876543210" not in response.text
         runtime.gold_accepted(None)  # a refresh that reads the broken file
         _refreshes_done()  # the refresh that read the broken file has ended
-        status = httpx.get(server.base + "/v1/status").json()
+        status = _get(server.base + "/v1/status").json()
         error = status["gold_refresh_error"]
         assert error is not None, (status, runtime.gold_refresh_error)
         assert f"{gold_path}, line {lines + 1} (id 'q-broken'), field 'gold'" in error, error
@@ -324,20 +343,20 @@ def test_a_failed_gold_refresh_is_shown_with_file_line_and_field(server: Server)
         assert status["notices"][0] == error
         assert _metric(server, "goldwatch_gold_refresh_failing") == 1.0
         assert _metric(server, 'goldwatch_gold_refreshes_total{outcome="failed"}') == failed + 1
-        page = httpx.get(server.base + "/").text
+        page = _get(server.base + "/").text
         assert "gold-set refresh failed, the old gold set stays" in page
     finally:
         gold_path.write_bytes(original)
     refreshes = runtime.gold_refreshes
     item = _list(server, status="suggested", limit=1)["items"][0]
-    response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
+    response = _post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
                           json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
     assert response.status_code == 200, response.text
     # Wait for the refresh to end, not for its count: the count goes up just before the error
     # is cleared, so a status read between the two still showed the old error.
     _refreshes_done()
     assert runtime.gold_refreshes == refreshes + 1
-    status = httpx.get(server.base + "/v1/status").json()
+    status = _get(server.base + "/v1/status").json()
     assert status["gold_refresh_error"] is None and status["notices"] == notices
     assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
 
@@ -358,7 +377,7 @@ def test_a_failed_topic_refit_is_shown_with_its_own_reason(server: Server) -> No
         gold_path.write_text("".join(json.dumps(row) + "\n" for row in rows))
         runtime.gold_accepted(None)
         _refreshes_done()
-        error = httpx.get(server.base + "/v1/status").json()["gold_refresh_error"]
+        error = _get(server.base + "/v1/status").json()["gold_refresh_error"]
         # the topic labels' rule refuses it before the fit (as the accept's check does),
         # naming the file, the field and how many rows: every second row is labelled novel
         novel = len(rows) // 2
@@ -395,11 +414,11 @@ def test_a_gold_file_broken_by_hand_sets_the_refresh_gauge(server: Server) -> No
     try:
         gold_path.write_bytes(original + json.dumps(bad).encode() + b"\n")
         item = _list(server, status="suggested", limit=1)["items"][0]
-        response = httpx.post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
+        response = _post(f"{server.base}/v1/gold-candidates/{item['id']}/accept",
                               json={"gold": [], "kind": "unanswerable"}, headers=AUTH)  # fmt: skip
         assert response.status_code == 503, response.text
         assert f"line {lines + 1}" in response.text and "'kind'" in response.text
-        assert httpx.get(server.base + "/readyz").status_code == 503
+        assert _get(server.base + "/readyz").status_code == 503
         assert _metric(server, "goldwatch_gold_refresh_failing") == 1.0
         _refreshes_done()
         assert runtime.gold_refreshes == refreshes  # no refresh ran: the gauge read the file
@@ -408,7 +427,7 @@ def test_a_gold_file_broken_by_hand_sets_the_refresh_gauge(server: Server) -> No
             assert _metric(server, series) == before
     finally:
         gold_path.write_bytes(original)
-    assert httpx.get(server.base + "/readyz").status_code == 200  # checks the file again
+    assert _get(server.base + "/readyz").status_code == 200  # checks the file again
     assert _metric(server, "goldwatch_gold_refresh_failing") == 0.0
     _settle_gold_file(runtime)
 
@@ -453,7 +472,7 @@ def _settle_gold_file(runtime: Any) -> None:
 
 def _metric(server: Server, series: str) -> float:
     """The value of one series (``name{labels}`` as exposed) on ``GET /metrics``."""
-    for line in httpx.get(server.base + "/metrics").text.splitlines():
+    for line in _get(server.base + "/metrics").text.splitlines():
         if line.startswith(series + " "):
             return float(line.split()[-1])
     raise AssertionError(f"{series} is not exposed")
