@@ -154,7 +154,8 @@ def start_times(command: list[str], log_path: Path, port: int, timeout_s: float,
     seconds to the first ``/healthz`` 200 (the port answering: ``POST /v1/traces``
     acknowledges from then on, also before ready) are appended to it. With ``cpu_times``,
     the process's CPU seconds when ready was seen (:func:`cpu_seconds`; the command must
-    be the Python process itself, as :func:`serve_command`'s is) are appended to it.
+    be the Python process itself, as :func:`serve_command`'s is) are appended to it, and
+    with ``first_event`` also those when the first event was seen counted (two a run).
 
     :raises RuntimeError: the process exited, or was not ready (or counted no event) within
         ``timeout_s``.
@@ -185,7 +186,10 @@ def start_times(command: list[str], log_path: Path, port: int, timeout_s: float,
                                 if not first_event:
                                     return ready_s, None
                         elif client.get(base + "/v1/status").json()["totals"]["processed"]:
-                            return ready_s, time.perf_counter() - started
+                            first_s = time.perf_counter() - started
+                            if cpu_times is not None:
+                                cpu_times.append(cpu_seconds(process.pid))
+                            return ready_s, first_s
                     except httpx.HTTPError:
                         pass
                     time.sleep(0.02)
