@@ -808,7 +808,8 @@ def startup_config(workdir: Path, port: int, analytics: bool) -> Path:
 
 def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
                importtime: bool = False, code: Path | None = None,
-               cache: Path | None = None) -> tuple[float, float | None]:  # fmt: skip
+               cache: Path | None = None, cpu_times: list[float | None] | None = None,
+               ) -> tuple[float, float | None]:  # fmt: skip
     """Seconds from ``Popen`` of ``goldwatch serve`` to its first ``/readyz`` 200 (polled
     every 20 ms) and to the first event counted in ``/v1/status`` (``None`` with
     ``importtime``); the process is stopped with SIGTERM after. ``analytics=None`` runs the
@@ -816,7 +817,9 @@ def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
     process runs under ``python -X importtime -m service.cli`` and its log keeps the
     import times (``workdir/serve.log``). ``code``: run that copy of goldwatch
     (``PYTHONPATH=code``) instead of this one. ``cache``: a model-cache folder copied into
-    the state folder first (a warm start).
+    the state folder first (a warm start). ``cpu_times``: the process's CPU seconds at ready
+    and (not with ``importtime``) at the first event counted are appended to it
+    (:func:`benchmarks.bench_startup.cpu_seconds`).
 
     Raises:
         RuntimeError: it exited or was not ready within ``timeout_s``.
@@ -845,7 +848,7 @@ def start_once(workdir: Path, analytics: bool | None, timeout_s: float = 90.0,
         command = [sys.executable, "-X", "importtime", "-m", "service.cli", *command[-3:]]
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
     return start_times(command, workdir / "serve.log", port, timeout_s, stop_wait_s=30.0,
-                       env=env, first_event=not importtime)  # fmt: skip
+                       env=env, first_event=not importtime, cpu_times=cpu_times)  # fmt: skip
 
 
 #: goldwatch's own packages: their cumulative import time holds every other import.
@@ -900,6 +903,8 @@ def startup(repeats: int, reference: Path | None = None) -> str:
     if reference is not None:
         codes["reference"] = reference.resolve()
     times: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    cpus: dict[tuple[str, str], list[float | None]] = {}  # at ready, at the first event
+    loads: list[float] = []
     try:
         caches: dict[tuple[str, bool | None], Path] = {}
         for code, where in codes.items():  # one untimed start fills each model cache
@@ -913,8 +918,10 @@ def startup(repeats: int, reference: Path | None = None) -> str:
                 for code, where in codes.items():
                     cache = caches[code, analytics] if warm else None
                     slug = re.sub(r"\W+", "-", label)
+                    loads.append(os.getloadavg()[0])
                     run = start_once(tmp / f"{i}-{code}-{slug}", analytics, code=where,
-                                     cache=cache)  # fmt: skip
+                                     cache=cache,
+                                     cpu_times=cpus.setdefault((label, code), []))  # fmt: skip
                     times.setdefault((label, code), []).append(run)
         profiled = tmp / "importtime"
         profiled_s, _ = start_once(profiled, True, importtime=True, cache=caches["this", True])
@@ -924,20 +931,37 @@ def startup(repeats: int, reference: Path | None = None) -> str:
     lines = [
         f"start-up: goldwatch serve on the demo data (file source: the demo log), Popen → "
         f"first /readyz 200 and → first event counted in /v1/status; medians of {repeats}"
-        f" ({os.cpu_count()} CPUs){'; reference: ' + str(reference) if reference else ''}"
+        f" ({os.cpu_count()} CPUs){'; reference: ' + str(reference) if reference else ''}; "
+        f"CPU s: the serve process's user + system seconds at ready (1st ev CPU: at the "
+        f"first event counted); 1-min load average "
+        f"{min(loads, default=0):.2f}–{max(loads, default=0):.2f} at the starts"
     ]
-    lines.append(f"  {'case':26} {'code':9} {'ready s':>8} {'ratio':>6} {'1st event s':>11}"
-                 "  runs (ready)")  # fmt: skip
+    lines.append(f"  {'case':26} {'code':9} {'ready s':>8} {'ratio':>6} {'CPU s':>6} "
+                 f"{'ratio':>6} {'1st event s':>11} {'1st ev CPU':>10} {'ratio':>6}"
+                 "  runs (ready s / CPU s)")  # fmt: skip
     for label in STARTUP_CASES:
         ref = _median([r for r, _ in times.get((label, "reference"), [])])
+        ref_cpu = _median(cpus.get((label, "reference"), [])[0::2])
+        ref_first_cpu = _median(cpus.get((label, "reference"), [])[1::2])
         for code in codes:
             runs = times[label, code]
             ready, first = _median([r for r, _ in runs]), _median([f for _, f in runs])
+            cpu = _median(cpus[label, code][0::2])
+            first_cpu = _median(cpus[label, code][1::2])
             assert ready is not None
             ratio = f"{ready / ref:6.2f}" if ref else f"{'':6}"
+            cpu_s = f"{cpu:6.2f}" if cpu is not None else f"{'—':>6}"
+            cpu_ratio = f"{cpu / ref_cpu:6.2f}" if cpu is not None and ref_cpu else f"{'':6}"
             first_s = f"{first:11.2f}" if first is not None else f"{'—':>11}"
-            each = ", ".join(f"{r:.2f}" for r, _ in runs)
-            lines.append(f"  {label:26} {code:9} {ready:8.2f} {ratio} {first_s}  {each}")
+            first_cpu_s = f"{first_cpu:10.2f}" if first_cpu is not None else f"{'—':>10}"
+            first_ratio = (f"{first_cpu / ref_first_cpu:6.2f}"
+                           if first_cpu is not None and ref_first_cpu else f"{'':6}")  # fmt: skip
+            each = ", ".join(
+                f"{r:.2f}/{c:.2f}" if c is not None else f"{r:.2f}"
+                for (r, _), c in zip(runs, cpus[label, code][0::2], strict=True)
+            )
+            lines.append(f"  {label:26} {code:9} {ready:8.2f} {ratio} {cpu_s} {cpu_ratio} "
+                         f"{first_s} {first_cpu_s} {first_ratio}  {each}")  # fmt: skip
     lines.append("model cache (entries written by one start; warm starts read them): "
                  + ", ".join(f"{code} {'defaults' if analytics else 'demo config'} "
                              f"{size / 1024:,.0f} KiB"

@@ -130,15 +130,32 @@ def time_to_ready(command: list[str], log_path: Path, port: int, timeout_s: floa
     return start_times(command, log_path, port, timeout_s, stop_wait_s, env)[0]
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system, every thread) process ``pid`` has used so far, from
+    ``/proc/<pid>/stat`` (fields 14 and 15, in clock ticks); ``None`` where there is no
+    ``/proc``. Less sensitive to a shared machine's load than wall time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text("ascii")
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, from field 3
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_times(command: list[str], log_path: Path, port: int, timeout_s: float,
                 stop_wait_s: float = 20.0, env: dict[str, str] | None = None,
                 first_event: bool = False,
-                port_times: list[float] | None = None) -> tuple[float, float | None]:  # fmt: skip
+                port_times: list[float] | None = None,
+                cpu_times: list[float | None] | None = None,
+                ) -> tuple[float, float | None]:  # fmt: skip
     """:func:`time_to_ready`, and with ``first_event`` also the seconds from ``Popen`` to
     the first event counted (``totals.processed`` > 0 in ``/v1/status``, polled every
     20 ms after ready); ``(ready_s, first_event_s or None)``. With ``port_times``, the
     seconds to the first ``/healthz`` 200 (the port answering: ``POST /v1/traces``
-    acknowledges from then on, also before ready) are appended to it.
+    acknowledges from then on, also before ready) are appended to it. With ``cpu_times``,
+    the process's CPU seconds when ready was seen (:func:`cpu_seconds`; the command must
+    be the Python process itself, as :func:`serve_command`'s is) are appended to it, and
+    with ``first_event`` also those when the first event was seen counted (two a run).
 
     :raises RuntimeError: the process exited, or was not ready (or counted no event) within
         ``timeout_s``.
@@ -164,10 +181,15 @@ def start_times(command: list[str], log_path: Path, port: int, timeout_s: float,
                         if ready_s is None:
                             if client.get(base + "/readyz").status_code == 200:
                                 ready_s = time.perf_counter() - started
+                                if cpu_times is not None:
+                                    cpu_times.append(cpu_seconds(process.pid))
                                 if not first_event:
                                     return ready_s, None
                         elif client.get(base + "/v1/status").json()["totals"]["processed"]:
-                            return ready_s, time.perf_counter() - started
+                            first_s = time.perf_counter() - started
+                            if cpu_times is not None:
+                                cpu_times.append(cpu_seconds(process.pid))
+                            return ready_s, first_s
                     except httpx.HTTPError:
                         pass
                     time.sleep(0.02)

@@ -1357,56 +1357,149 @@ def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
     return int(min(max_folds, np.bincount(labels.astype(int), minlength=2).min()))
 
 
+def expit(scores: np.ndarray) -> np.ndarray:
+    """The logistic sigmoid ``1 / (1 + exp(-s))`` of each score, shape ``(n,)`` float64, the
+    same bits as ``scipy.special.expit`` (which scikit-learn's ``predict_proba`` applies): its
+    double kernel is ``1 / (1 + std::exp(-x))`` on the C library's ``exp``, which is what
+    :func:`math.exp` calls, in the same order of operations. numpy's ``exp`` is not that
+    function (its own SIMD kernels: 48,394 of 2.5 million scores gave other last bits), and
+    importing scipy's special functions costs a start ~0.2-0.3 s, so it is a Python loop
+    (~0.1 µs a score). An ``exp`` that overflows (``-s`` above ~709.78) gives 0.0, as the C
+    expression does (``1 / inf``); NaN stays NaN.
+    """
+    exp = math.exp
+    values = scores.tolist()
+    try:
+        return np.array([1.0 / (1.0 + exp(-s)) for s in values], dtype=np.float64)
+    except OverflowError:
+        return np.array([_expit_one(s) for s in values], dtype=np.float64)
+
+
+def _expit_one(score: float) -> float:
+    """:func:`expit` of one score (0.0 where ``exp(-score)`` overflows)."""
+    try:
+        return 1.0 / (1.0 + math.exp(-score))
+    except OverflowError:
+        return 0.0
+
+
+#: Format of :class:`LinearScope`'s arrays in a fitted state (:meth:`EmbeddingScope.
+#: fitted_state`): part of the fit cache's inputs (a change of it is another key, so an entry
+#: of another format is fitted again), and checked again when a state is restored.
+LINEAR_FORMAT = "standard-scaler+logistic-regression/1"
+
+
+class LinearScope(NamedTuple):
+    """The arrays of a fitted ``make_pipeline(StandardScaler(), LogisticRegression())`` on two
+    classes that its ``predict_proba(x)[:, 1]`` reads, so a start that reads the detector from
+    the fit cache scores with numpy alone (scikit-learn is imported only for a fit).
+
+    Attributes:
+        mean, scale: ``StandardScaler.mean_`` and ``.scale_``, shape ``(k,)`` float64.
+        coef: ``LogisticRegression.coef_``, shape ``(1, k)`` float64.
+        intercept: ``LogisticRegression.intercept_``, shape ``(1,)`` float64.
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+
+    @classmethod
+    def of(cls, model: Any) -> LinearScope | None:
+        """The arrays of ``model`` when it is a two-step pipeline of a ``StandardScaler``
+        (centring and scaling) and a ``LogisticRegression`` on two classes (copies); else
+        ``None`` (the model is applied through its own ``predict_proba``)."""
+        steps = getattr(model, "steps", None)
+        if steps is None or len(steps) != 2:
+            return None
+        scaler, regression = steps[0][1], steps[1][1]
+        if (type(scaler).__name__ == "StandardScaler" and scaler.with_mean and scaler.with_std
+                and type(regression).__name__ == "LogisticRegression"
+                and len(regression.classes_) == 2):  # fmt: skip
+            return cls(*(np.array(a, dtype=np.float64) for a in (
+                scaler.mean_, scaler.scale_, regression.coef_, regression.intercept_)))  # fmt: skip
+        return None
+
+    def as_state(self) -> dict[str, Any]:
+        """Plain data for a fitted state: :data:`LINEAR_FORMAT` and the four arrays."""
+        return {"format": LINEAR_FORMAT, **self._asdict()}
+
+    @classmethod
+    def from_state(cls, state: Any) -> LinearScope | None:
+        """The arrays :meth:`as_state` gave, or ``None`` when ``state`` is not of
+        :data:`LINEAR_FORMAT` with four float64 arrays of consistent shapes (then the caller
+        falls back on the pickled pipeline, never misreading another format)."""
+        if not isinstance(state, Mapping) or state.get("format") != LINEAR_FORMAT:
+            return None
+        arrays = [state.get(name) for name in cls._fields]
+        if not all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays):
+            return None
+        mean, scale, coef, intercept = (np.asarray(a) for a in arrays)
+        k = mean.shape[0] if mean.ndim == 1 else -1
+        if scale.shape != (k,) or coef.shape != (1, k) or intercept.shape != (1,):
+            return None
+        return cls(mean, scale, coef, intercept)
+
+    def probability(self, features: np.ndarray) -> np.ndarray:
+        """``predict_proba(features)[:, 1]`` of the pipeline these arrays came from, shape
+        ``(n,)`` float64, the same bits: scikit-learn's own operations in its order, without
+        its per-call input validation (~0.8 ms a batch, 35× the arithmetic): ``z = (x -
+        mean_) / scale_`` (``StandardScaler.transform``), ``s = z @ coef_.T + intercept_``
+        (``LinearClassifierMixin.decision_function``), ``p = expit(s)``
+        (``_predict_proba_lr``; :func:`expit`). ``features``: float64, shape ``(n, k)``."""
+        z = features - self.mean
+        z /= self.scale
+        scores = z @ self.coef.T + self.intercept
+        return expit(scores.reshape(-1))
+
+
 def probability_in_scope(model: Any, features: np.ndarray) -> np.ndarray:
     """``model.predict_proba(features)[:, 1]`` as float64, shape ``(n,)``, in [0, 1].
 
     The detector's own model — a fitted ``make_pipeline(StandardScaler(),
-    LogisticRegression())`` on two classes — is applied with scikit-learn's own operations
-    and in its order, without its per-call input validation (~0.8 ms a batch, 35× the
-    arithmetic): ``z = (x - mean_) / scale_``, ``s = z @ coef_.T + intercept_``, ``p =
-    expit(s)`` (``StandardScaler.transform``, ``LinearClassifierMixin.decision_function``,
-    ``_predict_proba_lr``), so the probabilities are the same bits. Any other model goes
-    through its ``predict_proba``.
+    LogisticRegression())`` on two classes — is applied by :meth:`LinearScope.probability`
+    (the same bits); any other model (or input not float64) through its ``predict_proba``.
     """
-    from scipy.special import expit
-
-    steps = getattr(model, "steps", None)
-    if steps is not None and len(steps) == 2:
-        scaler, regression = steps[0][1], steps[1][1]
-        if (type(scaler).__name__ == "StandardScaler" and scaler.with_mean and scaler.with_std
-                and type(regression).__name__ == "LogisticRegression"
-                and len(regression.classes_) == 2 and features.dtype == np.float64):  # fmt: skip
-            z = features - scaler.mean_
-            z /= scaler.scale_
-            scores = z @ regression.coef_.T + regression.intercept_
-            return np.asarray(expit(scores.reshape(-1)), dtype=np.float64)
+    if features.dtype == np.float64:
+        linear = LinearScope.of(model)
+        if linear is not None:
+            return linear.probability(features)
     return np.asarray(model.predict_proba(features)[:, 1], dtype=np.float64)
 
 
 class PickledEstimator:
-    """A fitted scikit-learn estimator kept pickled until its first ``predict_proba``, so a
-    start that reads the out-of-scope detector from the fit cache does not import
-    scikit-learn (and pandas, which it pulls in: ~0.5 s) before it is ready; the first
-    batch scored pays it instead. Unpickling gives the estimator that was pickled, so the
-    probabilities are the same.
+    """A fitted scikit-learn estimator kept pickled, so a start that reads the out-of-scope
+    detector from the fit cache does not import scikit-learn (~0.8-2 s with pandas and
+    ``scipy.stats``, which it pulls in). With ``linear`` (its :class:`LinearScope` arrays,
+    kept beside the pickle in the fit cache) it is scored with numpy alone and never
+    unpickled; without (a state written before them) it is unpickled at its first score,
+    which imports scikit-learn then. Either gives the same probabilities.
 
     Args:
         blob: ``pickle.dumps`` of the estimator (goldwatch's own fit cache: see
-            :mod:`service.files.fit_cache` on trust).
+            :mod:`service.files.fit_cache` on trust); its bytes also key the detector's
+            verdicts (:meth:`EmbeddingScope.verdict_key`).
+        linear: the estimator's arrays, or ``None``.
     """
 
-    def __init__(self, blob: bytes) -> None:
+    def __init__(self, blob: bytes, linear: LinearScope | None = None) -> None:
         self.blob = blob
+        self.linear = linear
         self._estimator: Any = None
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
-        """The estimator's ``predict_proba(features)``, shape ``(n, 2)``."""
+        """The estimator's ``predict_proba(features)``, shape ``(n, 2)`` (unpickles it)."""
         if self._estimator is None:
             self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
         return np.asarray(self._estimator.predict_proba(features))
 
     def probability_in_scope(self, features: np.ndarray) -> np.ndarray:
-        """:func:`probability_in_scope` of the unpickled estimator, shape ``(n,)``."""
+        """:func:`probability_in_scope` of the estimator, shape ``(n,)``: from its arrays
+        when it has them (and ``features`` are float64), else from the unpickled
+        estimator."""
+        if self.linear is not None and features.dtype == np.float64:
+            return self.linear.probability(features)
         if self._estimator is None:
             self._estimator = pickle.loads(self.blob)  # noqa: S301 - see the class docstring
         return probability_in_scope(self._estimator, features)
@@ -1947,7 +2040,11 @@ class EmbeddingScope:
         state = {name: value for name, value in vars(self).items()
                  if name not in ("embedder", "_groups")}  # fmt: skip
         model = state["model"]
-        state["model"] = model.blob if isinstance(model, PickledEstimator) else pickle.dumps(model)
+        if isinstance(model, PickledEstimator):
+            state["model"], linear = model.blob, model.linear
+        else:
+            state["model"], linear = pickle.dumps(model), LinearScope.of(model)
+        state["linear"] = None if linear is None else linear.as_state()
         return state
 
     def verdict_key(self) -> str:
@@ -1979,10 +2076,14 @@ class EmbeddingScope:
     def restore(cls, embedder: Any, state: Mapping[str, Any]) -> EmbeddingScope:
         """The detector :meth:`fitted_state` was taken from, applying ``embedder`` (the one
         it was fitted with: the same name), without fitting again; its pipeline is
-        unpickled at the first :meth:`score` (:class:`PickledEstimator`)."""
+        scored from its arrays (``state["linear"]``: :class:`LinearScope`) without importing
+        scikit-learn, or, from a state without them (written before them) or with arrays of
+        another format, unpickled at the first :meth:`score` (:class:`PickledEstimator`)."""
         detector = cls.__new__(cls)
-        detector.__dict__.update(state)
-        detector.model = PickledEstimator(state["model"])
+        detector.__dict__.update({k: v for k, v in state.items() if k != "linear"})
+        detector.model = PickledEstimator(
+            state["model"], LinearScope.from_state(state.get("linear"))
+        )
         detector.embedder = embedder
         return detector
 

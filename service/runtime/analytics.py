@@ -65,6 +65,7 @@ from service.refusals.detector import RefusalDetector
 from service.refusals.families import ScopeFamilies, build_families
 from service.refusals.languages import ScopeLanguages
 from service.refusals.scope import (
+    LINEAR_FORMAT,
     EmbeddingScope,
     KnownScope,
     ScopeCalibration,
@@ -614,6 +615,9 @@ def _scope_stage(
               languages, config.quality_min_class, len(every), groups]  # fmt: skip
     if negatives:  # (not before: the fits a memo kept before off-topic rows stay its)
         inputs.append(negatives)
+    # the fitted state's format (the regression's arrays beside its pickle): an entry kept in
+    # another format is another key, so it is fitted again, never misread
+    inputs.append(LINEAR_FORMAT)
     detector = EmbeddingScope.restore(embedder, memo("embedding-scope", inputs, fit))
     stage = EmbeddingScopeStage(detector, retriever, known, cache_size)
     stage.families = scope_families(detector, [every[i].doc_type for i in sample])

@@ -12,7 +12,8 @@ batch, so a module-level import of one of them anywhere on that path costs every
   of kind ``http`` needs it;
 * ``sklearn`` and ``pandas`` (scikit-learn imports pandas when it is installed, and
   ``scipy.stats`` and ``rich``): only a fit needs them, and a start that reads every fit
-  from the model cache (warm) makes none;
+  from the model cache (warm) makes none — nor do its first batches: the out-of-scope
+  detector read back is scored from its regression's arrays with numpy alone;
 * the personal-name cues' patterns (:mod:`service.pii.names`, 0.17 s of CPU to compile):
   compiled on the first text through the names gate.
 
@@ -60,8 +61,22 @@ create_app(settings, runtime)
 runtime.load()
 compiled = sorted(name for name, value in vars(names).items()
                   if isinstance(value, names._LazyPattern) and value._compiled is not None)
+loaded = sorted(sys.modules)
+batch = []
+if sys.argv[2:] == ["first-batch"]:  # then the consumer, until its first batch is counted
+    import time
+
+    runtime.start()
+    deadline = time.monotonic() + 120
+    while not runtime.engine.totals_view()["processed"] and time.monotonic() < deadline:
+        if runtime.last_error:
+            raise SystemExit(runtime.last_error)
+        time.sleep(0.01)
+    runtime.stop()
+    assert runtime.engine.totals_view()["processed"], "no batch counted in 120 s"
+    batch = sorted(sys.modules)
 runtime.state.close()
-print(json.dumps({"modules": sorted(sys.modules), "compiled": compiled}))
+print(json.dumps({"modules": loaded, "compiled": compiled, "batch": batch}))
 """
 
 
@@ -79,10 +94,12 @@ def _config(tmp_path: Path, analytics: bool) -> Path:
     return path
 
 
-def _start(config: Path) -> dict[str, list[str]]:
-    """Run :data:`_PROBE` on ``config`` in a fresh interpreter."""
+def _start(config: Path, first_batch: bool = False) -> dict[str, list[str]]:
+    """Run :data:`_PROBE` on ``config`` in a fresh interpreter (with ``first_batch``, also
+    the consumer until its first batch is counted: ``batch``, what was imported by then)."""
+    extra = ["first-batch"] if first_batch else []
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(config)], cwd=config.parent, env=clean_env(),
+        [sys.executable, "-c", _PROBE, str(config), *extra], cwd=config.parent, env=clean_env(),
         capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -111,6 +128,11 @@ def test_default_start_imports_no_heavy_module_before_its_first_batch(tmp_path: 
     assert cold["compiled"] == []
     for stale in (tmp_path / "state").glob("goldwatch.sqlite*"):  # a restart: cache kept
         stale.unlink()
-    warm = _start(config)
+    warm = _start(config, first_batch=True)
     assert _imported(warm, NOT_WITHOUT_FITS) == []
     assert warm["compiled"] == []
+    # nor its first batches: the out-of-scope detector read back scores with numpy alone
+    # (its regression's arrays kept in the model cache: service.refusals.scope.LinearScope),
+    # so scikit-learn (and pandas, which it pulls in) is imported only by a fit
+    assert "service.refusals.scope" in warm["batch"]  # the batch did run the analytics
+    assert sorted(set(warm["batch"]) & {"sklearn", "pandas", *NEVER}) == []
