@@ -1428,8 +1428,9 @@ class LinearScope(NamedTuple):
     @classmethod
     def from_state(cls, state: Any) -> LinearScope | None:
         """The arrays :meth:`as_state` gave, or ``None`` when ``state`` is not of
-        :data:`LINEAR_FORMAT` with four float64 arrays of consistent shapes (then the caller
-        falls back on the pickled pipeline, never misreading another format)."""
+        :data:`LINEAR_FORMAT` with four finite float64 arrays of consistent shapes and a positive
+        scale (then the caller falls back on the pickled pipeline, never misreading another
+        format or a damaged entry)."""
         if not isinstance(state, Mapping) or state.get("format") != LINEAR_FORMAT:
             return None
         arrays = [state.get(name) for name in cls._fields]
@@ -1439,6 +1440,11 @@ class LinearScope(NamedTuple):
         k = mean.shape[0] if mean.ndim == 1 else -1
         if scale.shape != (k,) or coef.shape != (1, k) or intercept.shape != (1,):
             return None
+        if (
+            not all(np.isfinite(a).all() for a in (mean, scale, coef, intercept))
+            or (scale <= 0).any()
+        ):
+            return None  # a fitted StandardScaler/LogisticRegression never stores these
         return cls(mean, scale, coef, intercept)
 
     def probability(self, features: np.ndarray) -> np.ndarray:

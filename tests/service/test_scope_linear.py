@@ -171,3 +171,16 @@ def test_linear_scope_of_a_pipeline_and_of_anything_else() -> None:
     unscaled = make_pipeline(StandardScaler(with_mean=False), LogisticRegression()).fit(x, y)
     assert LinearScope.of(unscaled) is None
     assert LinearScope.from_state(None) is None
+
+
+def test_damaged_arrays_are_not_scored_from() -> None:
+    """A cache entry whose arrays hold a NaN, an infinity or a scale ≤ 0 (no fitted
+    ``StandardScaler``/``LogisticRegression`` stores one) is not read: the caller falls back
+    on the pickle, instead of scoring every question NaN (read as out of scope)."""
+    good = {"format": LINEAR_FORMAT, "mean": np.zeros(2), "scale": np.ones(2),
+            "coef": np.ones((1, 2)), "intercept": np.zeros(1)}  # fmt: skip
+    assert LinearScope.from_state(good) is not None
+    damaged = [("coef", np.array([[np.nan, 1.0]])), ("mean", np.array([np.inf, 0.0])),
+               ("scale", np.array([1.0, 0.0])), ("intercept", np.array([-np.inf]))]  # fmt: skip
+    for name, value in damaged:
+        assert LinearScope.from_state({**good, name: value}) is None, name
