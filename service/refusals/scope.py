@@ -707,17 +707,23 @@ def rate_interval(rate: float, n: int) -> str:
     ``rate`` of ``n`` rows and its Wilson score interval
     (:func:`~service.coverage.wilson_bounds`), which a rate on few rows needs beside it
     (trial 18: "2.3 % on 44 rows" read as precise while ~6 % of its live answerable
-    questions were off-corpus); ``""`` when ``rate · n`` is not a whole count (a rate not of
-    ``n`` rows).
+    questions were off-corpus); ``""`` when ``n`` is 0. A held-out rate pooled over the
+    detector's fold draws (:func:`repeated_folds`) is a mean count of ``n`` rows, not a whole
+    one: it is given to a tenth, its interval Wilson's on that count of ``n`` (the rows are
+    ``n``; the draws add no rows).
 
     >>> rate_interval(1 / 44, 44)
     ' (1 of 44; Wilson 95 % [0.4%, 11.8%])'
-    >>> rate_interval(0.5, 3)
-    ''
+    >>> rate_interval(16 / 390, 39)
+    ' (1.6 of 39, mean over fold draws; Wilson 95 % [1.0%, 15.4%])'
     """
-    k = round(rate * n)
-    if n <= 0 or abs(k - rate * n) > 1e-6:
+    if n <= 0:
         return ""
+    k = round(rate * n)
+    if abs(k - rate * n) > 1e-6:
+        low, high = wilson_bounds(rate * n, n)
+        return (f" ({rate * n:.1f} of {n}, mean over fold draws; Wilson 95 % "
+                f"[{low:.1%}, {high:.1%}])")  # fmt: skip
     low, high = wilson_bounds(k, n)
     return f" ({k} of {n}; Wilson 95 % [{low:.1%}, {high:.1%}])"
 
@@ -1845,8 +1851,9 @@ class EmbeddingScope:
     gold question never matches itself, as a live question is not in the gold set) — with
     ``groups``, leave-one-document-out (a gold row sees no gold row asking about its own
     document, as a live question on an uncovered document sees none). Its quality
-    is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a
-    stratified percentile-bootstrap interval
+    is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5, repeated
+    ``repeats`` times: each row's held-out probability averaged over the fold draws,
+    :func:`repeated_folds`), with a stratified percentile-bootstrap interval
     (:func:`service.evaluation.detector_quality.measure_auc`), never the training fit; the
     threshold maximises Youden's J on those same probabilities among the thresholds keeping at
     least ``min_tpr`` of the answerable rows in scope
@@ -1890,6 +1897,10 @@ class EmbeddingScope:
         negatives: what the non-answerable ``questions`` are, named in the quality's
             ``method``: ``"unanswerable"`` (every ``gold: []`` row), or ``"off-topic"`` when
             the caller gives only the ``kind: off-topic`` ones (:func:`scope_rows`).
+        repeats: fold draws of the repeated cross-validation (:data:`CV_REPEATS`; 1: one
+            draw, the fit before the forty-ninth session but for its seed). The fit is a
+            function of the rows in the order given: give them in canonical order
+            (:func:`canonical_rows`) for a detector of the set of rows, as the service does.
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
