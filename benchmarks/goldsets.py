@@ -143,13 +143,14 @@ def write_squad2_off_topic(
         raise ValueError(f"{answerable} answerable and {off_topic} off-topic rows asked for; "
                          f"the samples hold {len(usable)} and {len(oos)}")  # fmt: skip
     rng = random.Random(f"squad2-off-topic-{seed}")
+    picked = sorted(rng.sample(range(len(usable)), answerable))
     rows: list[dict[str, object]] = [
         {"id": qid, "question": text, "gold": [ctx], "kind": "plain", "source": "written"}
-        for qid, text, ctx in (usable[i] for i in sorted(rng.sample(range(len(usable)),
-                                                                    answerable)))
-    ]  # fmt: skip
-    rows += [{"id": f"clinc-oos-{i}", "question": oos[i], "gold": [], "kind": "off-topic",
-              "source": "written"} for i in sorted(rng.sample(range(len(oos)), off_topic))]  # fmt: skip
+        for qid, text, ctx in (usable[i] for i in picked)
+    ]
+    for i in sorted(rng.sample(range(len(oos)), off_topic)):
+        rows.append({"id": f"clinc-oos-{i}", "question": oos[i], "gold": [], "kind": "off-topic",
+                     "source": "written"})  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     corpus = _write_jsonl(
         out / "corpus.jsonl", [{"id": cid, "text": text} for cid, text in contexts.items()]

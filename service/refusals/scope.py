@@ -1150,9 +1150,12 @@ def _held_out_by_script(
         own = [k for k in judged if by_language[k]["basis"] == "own"]
         setters = np.isin(keys, own) & (written == script)
         members = np.isin(keys, judged)
-        flagged = np.maximum(flagged, _calibrate_members(sims, near, labels, folds, setters,
-                                                         members, near_duplicate, trim,
-                                                         memo)[1])
+        flagged = np.maximum(
+            flagged,
+            _calibrate_members(
+                sims, near, labels, folds, setters, members, near_duplicate, trim, memo
+            )[1],
+        )
     return flagged
 
 
@@ -1220,8 +1223,7 @@ def _calibrate_members(
     everyone = np.arange(labels.shape[0])
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
-        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None,
-                           memo)
+        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None, memo)
 
     held_below = np.zeros(labels.shape[0], dtype=np.int64)
     held = np.zeros(labels.shape[0], dtype=np.int64)
@@ -1355,8 +1357,7 @@ def _pooled_support(
     near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
-        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None,
-                           memo)
+        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None, memo)
 
     everyone = np.arange(labels.shape[0])
     held_below = np.zeros(labels.shape[0], dtype=np.int64)

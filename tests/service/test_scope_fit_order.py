@@ -27,6 +27,7 @@ from service.data.corpus import load_corpus
 from service.data.goldset import GoldSet, load_gold_set
 from service.refusals import scope as scope_mod
 from service.refusals.scope import CV_REPEATS, EmbeddingScope, fold_seeds, repeated_folds
+from service.refusals.stage import EmbeddingScopeStage
 from service.runtime import analytics
 from service.runtime.analytics import _scope_stage
 from service.settings import load_settings
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.slow
 
 def _detector(gold: GoldSet, corpus: Any, settings: Any) -> dict[str, Any]:
     stage, cal, quality = _scope_stage(settings, gold, corpus)
-    assert stage is not None and cal is not None and quality is not None
+    assert isinstance(stage, EmbeddingScopeStage) and cal is not None and quality is not None
     det = stage.detector
     return {
         "key": det.verdict_key(),
@@ -81,10 +82,12 @@ def test_repeated_folds_are_partitions_each() -> None:
     for draw in draws:
         held = np.sort(np.concatenate([test for _, test in draw]))
         assert held.tolist() == list(range(26))  # every row held out exactly once per draw
-    assert any(not np.array_equal(a[0][1], b[0][1]) for a, b in zip(draws, draws[1:]))
+    assert any(not np.array_equal(a[0][1], b[0][1]) for a, b in zip(draws, draws[1:], strict=False))
 
 
-def test_the_threshold_moves_less_with_the_fold_draw(shared_data: Path, tmp_path: Path) -> None:
+def test_the_threshold_moves_less_with_the_fold_draw(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The threshold over base seeds 0-9, one fold draw against :data:`CV_REPEATS`.
 
     Bound: averaging R draws shrinks the spread of a row's held-out probability by at most
@@ -105,11 +108,9 @@ def test_the_threshold_moves_less_with_the_fold_draw(shared_data: Path, tmp_path
             seen.update(args=args, kwargs=kwargs)
             super().__init__(*args, **kwargs)
 
-    analytics.EmbeddingScope = Capture  # type: ignore[misc]
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(analytics, "EmbeddingScope", Capture)
         _scope_stage(settings, gold, corpus)
-    finally:
-        analytics.EmbeddingScope = real  # type: ignore[misc]
 
     def thresholds(repeats: int) -> np.ndarray:
         return np.array([
