@@ -155,9 +155,10 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         # are en 39 answerable rows, hi-Latn 6 and hi 2 (Devanagari, the only such rows)
         "#     off-corpus rule by script, measured per gold-set language (support similarity "
         "below the least any answerable gold question of the script's languages with at "
-        # the trim: 0 since the forty-ninth session (the held-out probabilities averaged over
-        # 10 fold draws keep 43 of the 47 answerable rows at the threshold, 0.915: below
-        # 0.95 already, so no row is left out; it was 1 of 47 on one draw), so no trim clause
+        # the trim: 0 since the forty-ninth session (on the held-out probabilities averaged
+        # over 10 fold draws the detector keeps 43 of the 47 answerable rows in scope at trim
+        # 0, 0.915, already below 0.95, and a larger trim only lowers it: choose_trim; it was
+        # 1 of 47 on one draw), so the text has no trim clause
         "least 10 such rows has; a script without one is not judged); the cutoff's 95 % "
         f"bootstrap range over draws of as many answerable rows: Latn [{low:.3f}, {high:.3f}]:",
         f"#       en: below {cutoff:.3f} (the Latn cutoff; 39 answerable gold questions), "
