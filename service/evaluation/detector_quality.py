@@ -883,6 +883,14 @@ def misjudged_unanswerable(quality: Mapping[str, Any] | None) -> MisjudgedUnansw
     return MisjudgedUnanswerable(count, n, wilson_bounds(count, n)[1])
 
 
+#: What the over-refusal verdict of :func:`over_refusals_explained_text` is about.
+OVER_REFUSALS_SCOPE = "this count alone is"
+#: Where over-refusal is measured without the out-of-scope detector.
+OVER_REFUSALS_ELSEWHERE = (
+    "refusals of known answerable gold questions measure it without the detector"
+)
+
+
 def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     """What the out-of-scope detector's own error explains of the over-refusals, for the text
     report (``""`` when unknown): ``over_refusals_explained`` of a scope report
@@ -894,13 +902,18 @@ def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     ... # doctest: +NORMALIZE_WHITESPACE
     ' (up to 240 explained by the detector judging unanswerable questions in scope: 7 of 12
     unanswerable gold questions on held-out data, 95 % upper bound 80.7% of the scored
-    refusals; within its error: no evidence of over-refusal, nor of none)'
+    refusals; within its error: this count alone is no evidence of over-refusal, nor of
+    none (refusals of known answerable gold questions measure it without the detector))'
     """
     explained = scope.get("over_refusals_explained")
     misjudged = scope.get("misjudged_unanswerable")
     if explained is None or not misjudged:
         return ""
-    verdict = ("within its error: no evidence of over-refusal, nor of none"
+    # the claim's scope: the count of refusals judged in scope, through the detector's error;
+    # the known questions' refusals measure over-refusal without the detector, and may show
+    # it where this count cannot (trial 49, L1: the two lines read as contradicting)
+    verdict = (f"within its error: {OVER_REFUSALS_SCOPE} no evidence of over-refusal, nor "
+               f"of none ({OVER_REFUSALS_ELSEWHERE})"
                if scope["over_refusals"] <= explained
                else f"{scope['over_refusals'] - explained} beyond it")  # fmt: skip
     return (

@@ -73,7 +73,8 @@ def test_text_says_how_many_go_beyond_the_bound() -> None:
     assert "80.7% of the scored refusals" in text and text.endswith("; 10 beyond it)")
     scope["over_refusals"] = 240  # at the bound: explained
     assert over_refusals_explained_text(scope).endswith(
-        "; within its error: no evidence of over-refusal, nor of none)"
+        "; within its error: this count alone is no evidence of over-refusal, nor of none "
+        "(refusals of known answerable gold questions measure it without the detector))"
     )
     assert over_refusals_explained_text({"over_refusals": 3}) == ""
 
