@@ -65,6 +65,18 @@ point's to find), and the paired t is blind to dilution: the reported start is t
 drop's of the runs beyond noise ending where the lowest p ends, but that end can run past a
 recovery.
 
+Where it ends (trial 49, M2): on a lasting drop the paired t saturates (a question that lost
+its passage gives −1 whatever the run's length), so the lowest p can belong, by 1e-7, to a
+run that ends early (the trial: a drop from 12-03 00:00 to the end of the log reported as
+ending 12-04 00:00). So when the run beyond noise stops before the last tested point, the
+points after it are tested once against the same points before it (the paired t-test on the
+questions asked on both sides, at ``level``): lower there too, the run reported is the one
+from the same start to the last tested point (when it is beyond noise too). Otherwise the
+report says what came after: ``after`` (``{"start", "points", "questions", "judged",
+question_<measure>, before_question_<measure>, "p_value", "lower"}``): not lower beyond noise
+(a recovery, kept), or too few questions paired to judge (under ``min_n``: a short last
+point is named, not taken as a recovery).
+
 >>> day = 86400.0
 >>> def bucket(i, hits):  # 20 gold questions asked once each, ``hits`` of them hit
 ...     return {"start": i * day, "known": {"n": 20, "recall": hits, "hit": hits, "rr": hits,
@@ -376,8 +388,15 @@ def _sustained(
     if best[0] < level / tests:  # where it began: the largest drop of those ending there
         best = min((run for run in lower if run[2] == best[2] and run[0] < level / tests),
                    key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
+    if best[0] < level / tests:  # does the drop go on after the run's end? (trial 49, M2)
+        best = _extend(best, lower, _after(events, sums, row[best[1]], -best[2]), tested, row,
+                       min_n, level / tests, level)  # fmt: skip
     figures = best[4]
     figures["to_end"] = figures["end"] >= starts[-1] + width
+    if not figures["to_end"]:
+        after = _after(events, sums, row[best[1]], -best[2])
+        figures["after"] = {"start": figures["end"], "points": len(starts) + best[2],
+                            **_after_figures(after, measure, min_n, level)}  # fmt: skip
     found = {"found": True, **figures,
              "test": f"paired t-test on per-question {_MEASURES[measure]}",
              **_verdict(best[0], tests, level)}  # fmt: skip
@@ -392,7 +411,88 @@ def _sustained(
                            key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
             found["latest"] = {**pick[4], **_verdict(pick[0], tests, level)}
             found["latest"].pop("to_end", None)
+            found["latest"].pop("after", None)
     return found
+
+
+def _after(
+    events: NDArray[np.float64], sums: NDArray[np.float64], first: int, end: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Per question (the cumulative ``events`` and ``sums`` of :func:`_sustained`, row ``r``:
+    points before ``r``): its mean before row ``first``, its mean from row ``end`` to the end
+    of the series, and whether it was asked on both sides."""
+    before_n, before_sum = events[first], sums[first]
+    after_n, after_sum = events[-1] - events[end], sums[-1] - sums[end]
+    paired = (before_n > 0) & (after_n > 0)
+    before = np.where(paired, before_sum / np.where(paired, before_n, 1.0), 0.0)
+    after = np.where(paired, after_sum / np.where(paired, after_n, 1.0), 0.0)
+    return before, after, paired
+
+
+def _after_test(
+    after: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]],
+) -> tuple[int, float, float]:
+    """``(pairs, mean difference after − before, two-sided p)`` of the paired t-test of
+    :func:`_after`'s questions (``(pairs, 0.0, 1.0)`` under 2 pairs)."""
+    before, inside, paired = after
+    pairs = int(paired.sum())
+    if pairs < 2:
+        return pairs, 0.0, 1.0
+    n, mean, p = _paired_many((inside - before)[None, :], paired[None, :])
+    return pairs, float(mean[0]), float(p[0])
+
+
+def _after_figures(
+    after: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]],
+    measure: str,
+    min_n: int,
+    level: float,
+) -> dict[str, Any]:
+    """What the points after a sustained run say against the points before it:
+    ``{"questions": pairs, "judged": pairs >= min_n, question_<measure>,
+    before_question_<measure>, "p_value", "lower": judged, below before and p < level}``
+    (the means and p ``None`` when nothing pairs)."""
+    before, inside, paired = after
+    pairs, mean, p = _after_test(after)
+    judged = pairs >= min_n
+    return {"questions": pairs, "judged": judged,
+            f"question_{measure}": float(inside[paired].mean()) if pairs else None,
+            f"before_question_{measure}": float(before[paired].mean()) if pairs else None,
+            "p_value": _rounded(p) if pairs >= 2 else None,
+            "lower": bool(judged and mean < 0 and p < level)}  # fmt: skip
+
+
+def _extend(
+    best: tuple[float, float, int, float, dict[str, Any]],
+    lower: Sequence[tuple[float, float, int, float, dict[str, Any]]],
+    after: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]],
+    tested: Sequence[float],
+    row: Mapping[float, int],
+    min_n: int,
+    threshold: float,
+    level: float,
+) -> tuple[float, float, int, float, dict[str, Any]]:
+    """The run beyond noise ``best``, or the run from its start to the last tested point
+    when the points after ``best`` are lower than the points before it too (``min_n``
+    questions paired, the paired t-test below 0 at ``level``: one follow-up test of a change
+    already found) and that longer run is beyond noise as well (``threshold``).
+
+    Why: the paired t saturates on a lasting drop (every question that lost its passage
+    gives −1 whatever the run's length), so runs of one start and many ends, or of a start
+    inside the change, tie to many digits and the lowest p ends where noise puts it (trial
+    49, M2: a drop from 12-03 00:00 to the end of the log reported as ending on 12-04 00:00,
+    the lowest p by 1e-7 being a run from 12-03 18:00 to 12-04 00:00, whose prefix held
+    18 h of the drop). A real recovery is kept: its points after the run are not lower."""
+    last = -(row[tested[-1]] + 1)
+    if best[2] == last:
+        return best
+    pairs, mean, p = _after_test(after)
+    if pairs < min_n or not (mean < 0 and p < level):
+        return best
+    longer = [run for run in lower if run[1] == best[1] and run[2] == last]
+    if not longer or longer[0][0] >= threshold:
+        return best
+    return longer[0]
 
 
 def _edges(tested: Sequence[float]) -> list[float]:
@@ -746,8 +846,28 @@ def _sustained_text(track: Mapping[str, Any], what: str, measure: str) -> str:
         f"{_plural(run['questions'], 'question')} asked in it and before it: "
         f"{run[f'question_{measure}']:.3f} in it against "
         f"{run[f'before_question_{measure}']:.3f} before it: p {run['p_value']:.2g} {sign} "
-        f"{level:g}/{run['tests']}, {family}); "
+        f"{level:g}/{run['tests']}, {family}){after_text(run, measure)}; "
     )
+
+
+def after_text(run: Mapping[str, Any], measure: str) -> str:
+    """What the points after a sustained run that does not reach the end say (its
+    ``after``, :func:`_sustained`), ``""`` for a run to the end: ``", then from 2026-12-04
+    00:00 UTC (6 points) not lower: 0.950 against 1.000 before it, 20 questions, p 0.33"``
+    (a recovery), or ``", then from … (1 point) too few questions to judge (3 asked before
+    it, under 10)"``. Lower after it and judged does not occur in a verdict beyond noise (the
+    run is then extended to the last tested point), only in one within noise."""
+    after = run.get("after") if not run.get("to_end") else None
+    if not after:
+        return ""
+    head = f", then from {_start_text(after['start'])} ({_plural(after['points'], 'point')})"
+    if not after["judged"]:
+        return (f"{head} too few questions to judge ({after['questions']} asked before it "
+                "too)")  # fmt: skip
+    word = "lower" if after["lower"] else "not lower beyond noise"
+    return (f"{head} {word}: {after[f'question_{measure}']:.3f} against "
+            f"{after[f'before_question_{measure}']:.3f} before it, "
+            f"{_plural(after['questions'], 'question')}, p {after['p_value']:.2g}")
 
 
 def _partial(report: Mapping[str, Any] | None) -> str:

@@ -1,0 +1,82 @@
+"""Where a sustained drop ends (trial 49, M2): a drop lasting to the end of the log was
+reported as ending a day early, because the lowest p of the runs, all saturated, belonged to
+a shorter one by noise. Small series of daily points worked out by hand: 10 questions ``a``
+that lose their passage from day 2, 10 ``b`` that always hit, and one ``c`` that misses on
+day 3 only (its mean over days 2-4 is 2/3, over days 2-5 3/4, so the shorter run has the
+lower p: p 0.00022 against 0.00025)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.quality.over_time import known_line, over_time
+
+DAY = 86400.0
+
+
+def _series(table: dict[str, list[int | None]]) -> dict[str, Any]:
+    """Daily buckets, each question asked once a day (``None``: not asked), 1 = hit."""
+    buckets = []
+    for d in range(len(next(iter(table.values())))):
+        asked = {q: [1, v[d]] for q, v in table.items() if v[d] is not None}
+        hits = sum(cell[1] for cell in asked.values())
+        buckets.append({"start": d * DAY, "agreement": {}, "known_questions": asked,
+                        "known": {"n": len(asked), "recall": hits, "hit": hits, "rr": hits,
+                                  "recall_sq": hits, "rr_sq": hits}})  # fmt: skip
+    return {"bucket_s": DAY, "buckets": buckets}
+
+
+def _table(a_day5: int | None, asked_day5: int = 21, d: int = 0) -> dict[str, list[int | None]]:
+    table: dict[str, list[int | None]] = {f"d{i}": [1, 1, None, None, None, 1] for i in range(d)}
+    for i in range(10):
+        table[f"a{i}"] = [1, 1, 0, 0, 0, a_day5]
+        table[f"b{i}"] = [1, 1, 1, 1, 1, 1]
+    table["c"] = [1, 1, 1, 0, 1, 1]
+    for q in sorted(table)[asked_day5:] if not d else ():  # the last day's few questions
+        table[q][5] = None
+    return table
+
+
+def test_a_drop_that_lasts_is_reported_to_the_end() -> None:
+    report = over_time(_series(_table(a_day5=0)))
+    run = report["known"]["sustained"]
+    assert run["beyond_noise"] and run["start"] == 2 * DAY
+    assert run["to_end"] and run["end"] == 6 * DAY and run["points"] == 4
+    # in it: a 0, b 1, c 3/4 over 21 questions; before it: all 1
+    assert run["questions"] == 21
+    assert abs(run["question_hit_rate"] - (10 + 0.75) / 21) < 1e-12
+    assert run["before_question_hit_rate"] == 1.0
+    assert "after" not in run
+    assert "from 1970-01-03 00:00 UTC to the end (4 points)" in str(known_line(report, 10))
+
+
+def test_a_real_recovery_still_ends_the_run_and_says_so() -> None:
+    # day 5: every question hits again, and 3 questions ``d`` asked on days 0, 1 and 5 only
+    # (hit) pair with the runs that reach day 5 only (without them every run from day 2 has
+    # the same p, and the longest is reported: the paired t's blindness to dilution, left)
+    report = over_time(_series(_table(a_day5=1, d=3)))
+    run = report["known"]["sustained"]
+    assert run["beyond_noise"] and run["start"] == 2 * DAY and run["end"] == 5 * DAY
+    assert not run["to_end"]
+    # in it (days 2-4): a 0, b 1, c 2/3
+    assert abs(run["question_hit_rate"] - (10 + 2 / 3) / 21) < 1e-12
+    # after it (day 5): all 24 hit, as before: differences all 0, p 1
+    assert run["after"] == {"start": 5 * DAY, "points": 1, "questions": 24, "judged": True,
+                            "question_hit_rate": 1.0, "before_question_hit_rate": 1.0,
+                            "p_value": 1.0, "lower": False}  # fmt: skip
+    line = str(known_line(report, 10))
+    assert ("to 1970-01-06 00:00 UTC (3 points), hit rate LOWER beyond noise" in line
+            and "then from 1970-01-06 00:00 UTC (1 point) not lower beyond noise: 1.000 "
+                "against 1.000 before it, 24 questions, p 1" in line)  # fmt: skip
+
+
+def test_a_last_point_too_small_to_judge_is_named() -> None:
+    # day 5: only a0, a1 and a2 asked (3 < min_n 10), all missing: not a point to test
+    report = over_time(_series(_table(a_day5=0, asked_day5=3)))
+    run = report["known"]["sustained"]
+    assert run["beyond_noise"] and run["start"] == 2 * DAY and run["end"] == 5 * DAY
+    assert not run["to_end"]
+    assert run["after"]["points"] == 1 and run["after"]["questions"] == 3
+    assert not run["after"]["judged"] and not run["after"]["lower"]
+    assert ("then from 1970-01-06 00:00 UTC (1 point) too few questions to judge"
+            in str(known_line(report, 10)))  # fmt: skip
