@@ -3,11 +3,17 @@ reported as ending a day early, because the lowest p of the runs, all saturated,
 a shorter one by noise. Small series of daily points worked out by hand: 10 questions ``a``
 that lose their passage from day 2, 10 ``b`` that always hit, and one ``c`` that misses on
 day 3 only (its mean over days 2-4 is 2/3, over days 2-5 3/4, so the shorter run has the
-lower p: p 0.00022 against 0.00025)."""
+lower p: p 0.00022 against 0.00025).
+
+The run found is then extended point by point, each point alone against the points before
+the run, and stops at the first point not lower (the first fix tested the whole remainder as
+one block, which carried a drop recovered near the end "to the end")."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from scipy import stats
 
 from service.quality.over_time import known_line, over_time
 
@@ -18,7 +24,7 @@ def _series(table: dict[str, list[int | None]]) -> dict[str, Any]:
     """Daily buckets, each question asked once a day (``None``: not asked), 1 = hit."""
     buckets = []
     for d in range(len(next(iter(table.values())))):
-        asked = {q: [1, v[d]] for q, v in table.items() if v[d] is not None}
+        asked = {q: [1, hit] for q, v in table.items() if (hit := v[d]) is not None}
         hits = sum(cell[1] for cell in asked.values())
         buckets.append({"start": d * DAY, "agreement": {}, "known_questions": asked,
                         "known": {"n": len(asked), "recall": hits, "hit": hits, "rr": hits,
@@ -61,9 +67,10 @@ def test_a_real_recovery_still_ends_the_run_and_says_so() -> None:
     # in it (days 2-4): a 0, b 1, c 2/3
     assert abs(run["question_hit_rate"] - (10 + 2 / 3) / 21) < 1e-12
     # after it (day 5): all 24 hit, as before: differences all 0, p 1
-    assert run["after"] == {"start": 5 * DAY, "points": 1, "questions": 24, "judged": True,
+    assert run["after"] == {"start": 5 * DAY, "points": 1, "at": 5 * DAY, "questions": 24,
+                            "judged": True,
                             "question_hit_rate": 1.0, "before_question_hit_rate": 1.0,
-                            "p_value": 1.0, "lower": False}  # fmt: skip
+                            "p_value": 1.0, "lower": False, "recovered": True}  # fmt: skip
     line = str(known_line(report, 10))
     assert ("to 1970-01-06 00:00 UTC (3 points), hit rate LOWER beyond noise" in line
             and "then from 1970-01-06 00:00 UTC (1 point) not lower beyond noise: 1.000 "
@@ -80,3 +87,49 @@ def test_a_last_point_too_small_to_judge_is_named() -> None:
     assert not run["after"]["judged"] and not run["after"]["lower"]
     assert ("then from 1970-01-06 00:00 UTC (1 point) too few questions to judge"
             in str(known_line(report, 10)))  # fmt: skip
+
+
+def test_a_recovery_near_the_end_is_not_carried_to_the_end() -> None:
+    # 7 days: ``a`` lose their passage on days 2-5 and hit again on day 6 (the last), ``b``
+    # always hit, ``c`` misses on day 3 only. The scan's lowest p is the run of days 2-4
+    # (above); day 5 alone is lower than days 0-1 (a: -1 each), so the run reaches day 5;
+    # day 6 alone is not (every question hits, as before: differences all 0, p 1), so it
+    # stops there. The first fix tested days 5-6 as one block (a: 1/2 against 1, lower)
+    # and reported "to the end".
+    table: dict[str, list[int | None]] = {}
+    for i in range(10):
+        table[f"a{i}"] = [1, 1, 0, 0, 0, 0, 1]
+        table[f"b{i}"] = [1] * 7
+    table["c"] = [1, 1, 1, 0, 1, 1, 1]
+    report = over_time(_series(table))
+    run = report["known"]["sustained"]
+    assert run["beyond_noise"] and run["start"] == 2 * DAY and run["end"] == 6 * DAY
+    assert not run["to_end"] and run["points"] == 4 and run["questions"] == 21
+    # in it (days 2-5): a 0, b 1, c 3/4; its own paired t over the 21 differences
+    assert abs(run["question_hit_rate"] - (10 + 0.75) / 21) < 1e-12
+    expected = stats.ttest_1samp([-1.0] * 10 + [0.0] * 10 + [-0.25], 0.0).pvalue
+    assert abs(run["p_value"] - expected) < 1e-9 * expected
+    assert run["after"] == {"start": 6 * DAY, "points": 1, "at": 6 * DAY, "questions": 21,
+                            "judged": True, "question_hit_rate": 1.0,
+                            "before_question_hit_rate": 1.0, "p_value": 1.0, "lower": False,
+                            "recovered": True}  # fmt: skip
+    line = str(known_line(report, 10))
+    assert ("to 1970-01-07 00:00 UTC (4 points), hit rate LOWER beyond noise" in line
+            and "then from 1970-01-07 00:00 UTC (1 point) not lower beyond noise: 1.000 "
+                "against 1.000 before it, 21 questions, p 1" in line)  # fmt: skip
+
+
+def test_a_short_point_is_stepped_over_and_the_run_goes_on() -> None:
+    # as above, but the drop lasts to day 7, and day 5 holds only a0-a2 (3 < min_n 10: not
+    # judged, stepped over): day 6 alone is lower, then day 7 too, so the run reaches the
+    # end, its short point included
+    table: dict[str, list[int | None]] = {}
+    for i in range(10):
+        table[f"a{i}"] = [1, 1, 0, 0, 0, 0 if i < 3 else None, 0, 0]
+        table[f"b{i}"] = [1, 1, 1, 1, 1, None, 1, 1]
+    table["c"] = [1, 1, 1, 0, 1, None, 1, 1]
+    run = over_time(_series(table))["known"]["sustained"]
+    assert run["beyond_noise"] and run["start"] == 2 * DAY
+    assert run["to_end"] and run["end"] == 8 * DAY and "after" not in run
+    # in it (days 2-7; day 5 untested, so 5 tested points): a 0, b 1, c 4/5
+    assert run["points"] == 5 and abs(run["question_hit_rate"] - (10 + 0.8) / 21) < 1e-12
