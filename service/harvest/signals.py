@@ -51,6 +51,7 @@ __all__ = [
     "CoverageTracker",
     "DocumentLabels",
     "ScoreWindow",
+    "all_tied",
     "document_labels",
     "event_reasons",
     "judged_out_of_scope",
@@ -219,24 +220,54 @@ def production_documents(
     it called answered out of scope were unstable verdicts); with this rule its
     ``coverage_gap`` suggestions went 152 → 116, the top-up ones 113 → 101 (74 % → 87 % of
     them), and ``faq-topup.html`` stays a gap (216 of 2,880 → 179 of 2,561 questions).
-    Trial 23's detector was uncalibrated: nothing left out."""
+    Trial 23's detector was uncalibrated: nothing left out.
+
+    A retrieval that ranked nothing above anything names no document either
+    (:func:`all_tied`: two or more results, every one with a score, all the same score):
+    its first result is the retriever's tie order, not a passage the question is about.
+    Trial 49: a TF-IDF retriever answered every question with no word in the corpus by
+    p-0001…p-0010, all at score 0 (188 events), and ``squad-p-0001.txt`` became an
+    "under-covered document" with 160 ``coverage_gap`` suggestions. The rule needs no scale
+    (a cosine, BM25 or a logit ties alike); a single result, or a log without scores, is
+    taken as ranked."""
     out: list[str | None] = []
     append = out.append
     if annotations is None:
         for event in events:
             retrieval = event.retrieval
             results = retrieval.results if retrieval is not None else ()
-            append(doc_of.get(_first_id(results)) if results else None)
+            append(doc_of.get(_first_id(results)) if results and not all_tied(results) else None)
         return out
     for event, notes in zip(events, annotations, strict=True):
         retrieval = event.retrieval
         results = retrieval.results if retrieval is not None else ()
         if not results or (notes.get("out_of_scope_stable") is True
-                           and notes.get("scope_calibrated") is not False):  # fmt: skip
+                           and notes.get("scope_calibrated") is not False) or all_tied(results):  # fmt: skip
             append(None)
         else:
             append(doc_of.get(_first_id(results)))
     return out
+
+
+def all_tied(results: Sequence[RetrievedPassage]) -> bool:
+    """Whether a retrieval ranked nothing above anything: two or more results, each with a
+    score, all equal (a lexical retriever's all-zero list when no word of the question is in
+    the corpus). O(1) when the first two scores differ, the usual case.
+
+    >>> from service.events import RetrievedPassage as R
+    >>> all_tied([R(id="a", score=0.0), R(id="b", score=0.0)])
+    True
+    >>> all_tied([R(id="a", score=0.3), R(id="b", score=0.0)]), all_tied([R(id="a", score=0.0)])
+    (False, False)
+    >>> all_tied([R(id="a", score=0.0), R(id="b")]), all_tied([R(id="a"), R(id="b")])
+    (False, False)
+    """
+    if len(results) < 2:
+        return False
+    first = results[0].score
+    if first is None or results[1].score != first:
+        return False
+    return all(r.score == first for r in results)
 
 
 def judged_out_of_scope(notes: Mapping[str, Any]) -> bool:

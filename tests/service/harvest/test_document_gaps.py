@@ -280,3 +280,20 @@ def test_the_gold_refresh_of_the_service_recounts_documents() -> None:
     qrels = [["p-1"], ["p-2"], ["p-9"], ["p-9"]]  # two accepted rows on b.html
     stage.coverage.set_gold({DOCUMENT: document_counts(qrels, stage.documents)})
     assert stage.document_gaps(10)["gaps"] == []  # type: ignore[index]
+
+
+def test_a_retrieval_that_ranked_nothing_names_no_document() -> None:
+    """Trial 49, L2: a TF-IDF retriever answered questions with no word in the corpus by the
+    corpus's first passages, all at score 0; the first of them became an under-covered
+    document with 160 ``coverage_gap`` suggestions. Every result at one score (two or more,
+    each scored): no document, as no results; one result, an unscored one, or a first pair
+    that differs is ranked as before."""
+    events = [event("e1", "q", results=[("p-9", 0.0), ("p-1", 0.0), ("p-2", 0.0)]),
+              event("e2", "q", results=[("p-9", 0.4), ("p-1", 0.4)]),  # a tie at any score
+              event("e3", "q", results=[("p-9", 0.0)]),  # one result: ranked
+              event("e4", "q", results=[("p-9", 0.1), ("p-1", 0.0), ("p-2", 0.0)])]  # fmt: skip
+    assert production_documents(events, DOCS) == [None, None, "b.html", "b.html"]
+    assert production_documents(events, DOCS, [{}] * 4) == [None, None, "b.html", "b.html"]
+    tied = [("p-9", 0.0), ("p-1", 0.0)]
+    # the tied questions give no gap; b.html is not asked once it is ranked nowhere
+    assert _records(_stage(), [tied, tied, [("p-1", 2.0)], tied]) == {}
