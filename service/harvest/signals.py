@@ -241,8 +241,9 @@ def production_documents(
     for event, notes in zip(events, annotations, strict=True):
         retrieval = event.retrieval
         results = retrieval.results if retrieval is not None else ()
-        if not results or (notes.get("out_of_scope_stable") is True
-                           and notes.get("scope_calibrated") is not False) or all_tied(results):  # fmt: skip
+        if (not results or all_tied(results)
+                or (notes.get("out_of_scope_stable") is True
+                    and notes.get("scope_calibrated") is not False)):  # fmt: skip
             append(None)
         else:
             append(doc_of.get(_first_id(results)))
