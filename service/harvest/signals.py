@@ -251,9 +251,20 @@ def production_documents(
 
 
 def all_tied(results: Sequence[RetrievedPassage]) -> bool:
-    """Whether a retrieval ranked nothing above anything: two or more results, each with a
-    score, all equal (a lexical retriever's all-zero list when no word of the question is in
-    the corpus). O(1) when the first two scores differ, the usual case.
+    """Whether a retrieval ranked nothing above anything, so that its first result is the
+    retriever's tie order and not a passage the question is about: two or more results,
+    each with a score, all equal, and
+
+    * no two of them with different explicit ``rank`` s (a log that ranks its results says
+      their order: Elasticsearch's ``constant_score`` or ``filter`` queries, or a log with
+      one placeholder score, are ranked whatever the scores), or
+    * all scores 0 (no match: a lexical retriever, TF-IDF or BM25, scores 0 a passage with no
+      word of the question, and trial 49's retriever returned p-0001…p-0010 at score 0,
+      ranked 1…10, when nothing matched). A log whose placeholder score is 0 is read as
+      unranked: the replay report counts the retrievals so left out
+      (:attr:`CoverageTracker.documents_all_tied`).
+
+    O(1) when the first two scores differ, the usual case.
 
     >>> from service.events import RetrievedPassage as R
     >>> all_tied([R(id="a", score=0.0), R(id="b", score=0.0)])
@@ -262,13 +273,22 @@ def all_tied(results: Sequence[RetrievedPassage]) -> bool:
     (False, False)
     >>> all_tied([R(id="a", score=0.0), R(id="b")]), all_tied([R(id="a"), R(id="b")])
     (False, False)
+    >>> all_tied([R(id="a", score=1.0, rank=1), R(id="b", score=1.0, rank=2)])
+    False
+    >>> all_tied([R(id="a", score=0.0, rank=1), R(id="b", score=0.0, rank=2)])
+    True
     """
     if len(results) < 2:
         return False
     first = results[0].score
     if first is None or results[1].score != first:
         return False
-    return all(r.score == first for r in results)
+    if not all(r.score == first for r in results):
+        return False
+    if first == 0.0:
+        return True
+    ranks = {r.rank for r in results if r.rank is not None}
+    return len(ranks) < 2
 
 
 def judged_out_of_scope(notes: Mapping[str, Any]) -> bool:
@@ -387,6 +407,9 @@ class CoverageTracker:
         #: :attr:`documents_uncounted`): the earlier uncovered share recounted after a gold
         #: refresh or a restore (:meth:`uncovered`) still holds them
         self.documents_uncounted_uncovered = 0
+        #: all-time retrievals given no document because they ranked nothing
+        #: (:func:`all_tied`; counted by :meth:`count_all_tied`, kept in the state)
+        self.documents_all_tied = 0
         self.max_documents = max_documents
         #: the floor of the uncovered share's rise's 95 % lower bound (the window against
         #: the events before it) from which every event on an uncovered document takes that
@@ -665,7 +688,8 @@ class CoverageTracker:
             "window": window,
             "documents": dict(self.document_totals),
             "document_rule": DOCUMENT_RULE,
-        } | ({"documents_uncounted": self.documents_uncounted,
+        } | ({"documents_all_tied": self.documents_all_tied} if self.documents_all_tied
+             else {}) | ({"documents_uncounted": self.documents_uncounted,
               "documents_uncounted_uncovered": self.documents_uncounted_uncovered}
              if self.documents_uncounted else {})  # fmt: skip
 
@@ -758,6 +782,7 @@ class CoverageTracker:
         documents = (state.get("documents") or {}) if same_rule else {}
         self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
         self.documents_uncounted = int(state.get("documents_uncounted", 0)) if same_rule else 0
+        self.documents_all_tied = int(state.get("documents_all_tied", 0)) if same_rule else 0
         self.documents_uncounted_uncovered = min(
             self.documents_uncounted, int(state.get("documents_uncounted_uncovered", 0))
         )
