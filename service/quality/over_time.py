@@ -73,10 +73,11 @@ alone tested against the points before the run (paired t, at ``level`` each: the
 already found, the walk only asks where it stops): a point lower extends the run to it; a
 point not lower but above the run itself stops it (a recovery); any other (too few
 questions, or within noise both ways) is stepped over and joins the run only if a later
-point is lower (:func:`_extend`). What came after a run that stops is said: ``after``
-(``{"start", "points", "at", "questions", "judged", question_<measure>,
-before_question_<measure>, "p_value", "lower", "recovered"}``): not lower beyond noise (and
-whether above the run), or too few questions paired to judge. Simulated (40 questions, 20
+point is lower and the points stepped over, tested together against the run, are not a
+recovery (:func:`_extend`, :func:`_block`). What came after a run that stops is said:
+``after`` (``{"start", "points", "at", "questions", "judged", question_<measure>,
+before_question_<measure>, "p_value", "lower", "recovered", "together"}``): not lower beyond
+noise (and whether above the run), or too few questions paired to judge. Simulated (40 questions, 20
 hit 0.9 normally and 0.1 in the drop, 10 daily points, 200 seeds): a drop on days 2–8
 recovered on day 9 is reported to the end in 18 of 199 runs found (main 17; testing the
 whole remainder as one block, 140), a lasting one in 199 of 199 (main 59).
@@ -469,13 +470,17 @@ def _extend(
       the points before the run);
     * neither (too few questions, ``min_n``, on a side; or within noise both ways: a point
       of 11 questions at 0.73 against 1.00 before and 0.47 in the run): stepped over; it
-      joins the run only if a later point is lower.
+      joins the run only if a later point is lower, and only if the points stepped over,
+      tested *together* as one point (:func:`_block`), are not a recovery (above the run
+      and not lower than before it): if they are, the walk stops at the first of them.
 
     Returns the run (its figures recomputed when extended) and ``after``: ``{"start",
     "points"}`` (from the run's end, the points left), ``"at"``: the point that stopped the
     walk (the recovered one, else the first point stepped over and never joined), its test
     against the points before the run (``"questions", "judged", question_<measure>,
-    before_question_<measure>, "p_value", "lower"``) and ``"recovered"`` (above the run);
+    before_question_<measure>, "p_value", "lower"``), ``"recovered"`` (above the run) and
+    ``"together"``: the points tested as one (1 for a point alone, more when the points
+    stepped over together stopped the walk, ``at`` their first, 0 when none judged);
     ``judged`` false and ``at`` None when no point left paired ``min_n`` questions with the
     points before the run (``questions`` then the most any did). A run within noise is not
     extended; its ``after`` is the first judged point's.
@@ -501,7 +506,8 @@ def _extend(
     extend = best[0] < level / tests
     empty: dict[str, Any] = {"at": None, "questions": 0, "judged": False,
                              f"question_{measure}": None, f"before_question_{measure}": None,
-                             "p_value": None, "lower": False, "recovered": False}  # fmt: skip
+                             "p_value": None, "lower": False, "recovered": False,
+                             "together": 0}  # fmt: skip
     after = {"start": starts[end] if end < len(starts) else None,
              "points": len(starts) - end, **empty}  # fmt: skip
     for r in range(end, len(starts)):
@@ -516,15 +522,19 @@ def _extend(
         figures = {"at": starts[r], "questions": pairs, "judged": True,
                    f"question_{measure}": inside, f"before_question_{measure}": before,
                    "p_value": _rounded(p), "lower": bool(lower),
-                   "recovered": bool(recovered)}  # fmt: skip
-        if not extend or (recovered and not lower):
-            if not extend or not after["judged"]:
-                after.update(figures)
+                   "recovered": bool(recovered), "together": 1}  # fmt: skip
+        if not extend or (recovered and not lower):  # the point that stopped the walk
+            after.update(figures)
             break
         if not lower:
             if not after["judged"]:
                 after.update(figures)
             continue
+        if r > end:  # the points stepped over, together: a recovery? (review of trial 49)
+            block = _block(events, sums, first, end, r, min_n, level, measure)
+            if block is not None and block["recovered"] and not block["lower"]:
+                after.update({**block, "at": starts[end], "together": r - end})
+                break
         n_run, mean_run, p_run, inside_run, before_run = _point_test(
             events, sums, (0, first), (first, r + 1)
         )
@@ -541,6 +551,39 @@ def _extend(
         after = {"start": starts[end] if end < len(starts) else None,
                  "points": len(starts) - end, **empty}  # fmt: skip
     return best, after
+
+
+def _block(
+    events: NDArray[np.float64],
+    sums: NDArray[np.float64],
+    first: int,
+    end: int,
+    stop: int,
+    min_n: int,
+    level: float,
+    measure: str,
+) -> dict[str, Any] | None:
+    """The points stepped over by :func:`_extend` (rows ``[end, stop)``) tested *together*,
+    as one point: against the points before the run (rows ``[0, first)``, paired t on each
+    question's mean on each side) and against the run (rows ``[first, end)``). ``None`` when
+    fewer than ``min_n`` questions pair with the points before the run (not judged, as a
+    point alone); else ``{"questions", "judged", question_<measure>,
+    before_question_<measure>, "p_value", "lower", "recovered"}`` as a point's figures
+    (``lower``: below the points before it at ``level``; ``recovered``: ``min_n`` questions
+    paired with the run and above it at ``level``).
+
+    Why (review of trial 49, blocker a): points each too small to judge, or each within noise
+    both ways, can together be a recovery (3 days of 6 questions, all hit again, after a
+    drop on them); stepped over one by one, a single low point after them carried the run
+    across the recovery "to the end"."""
+    pairs, mean, p, inside, before = _point_test(events, sums, (0, first), (end, stop))
+    if pairs < min_n:
+        return None
+    run_pairs, run_mean, run_p, _, _ = _point_test(events, sums, (first, end), (end, stop))
+    return {"questions": pairs, "judged": True,
+            f"question_{measure}": inside, f"before_question_{measure}": before,
+            "p_value": _rounded(p), "lower": bool(mean < 0 and p < level),
+            "recovered": bool(run_pairs >= min_n and run_mean > 0 and run_p < level)}  # fmt: skip
 
 
 def _edges(tested: Sequence[float]) -> list[float]:
@@ -905,7 +948,9 @@ def after_text(run: Mapping[str, Any], measure: str) -> str:
     higher than in the run beyond noise"`` (the point that stopped the walk, alone, against
     the points before the run; the last clause when it is above the run: a recovery),
     ``", then from … (6 points; judged on its point 2026-12-04 06:00 UTC) …"`` when that
-    point is not the first after the run, or ``", then from … (1
+    point is not the first after the run, ``", then from … (4 points; judged on its first 3
+    points together) …"`` when points stepped over, together, were a recovery
+    (:func:`_block`), or ``", then from … (1
     point) too few questions to judge (3 asked before it too)"``. "lower" occurs in a
     verdict within noise (not extended), or when the longer run would no longer be beyond
     noise."""
@@ -916,7 +961,9 @@ def after_text(run: Mapping[str, Any], measure: str) -> str:
     if not after["judged"]:
         return (f"{head}) too few questions to judge ({after['questions']} asked before it "
                 "too)")  # fmt: skip
-    if after["at"] != after["start"]:
+    if after.get("together", 1) > 1:
+        head += f"; judged on its first {after['together']} points together"
+    elif after["at"] != after["start"]:
         head += f"; judged on its point {_start_text(after['at'])}"
     word = "lower" if after["lower"] else "not lower beyond noise"
     return (

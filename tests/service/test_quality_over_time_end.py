@@ -7,10 +7,14 @@ lower p: p 0.00022 against 0.00025).
 
 The run found is then extended point by point, each point alone against the points before
 the run, and stops at the first point not lower (the first fix tested the whole remainder as
-one block, which carried a drop recovered near the end "to the end")."""
+one block, which carried a drop recovered near the end "to the end"). Before points stepped
+over join the run, they are tested together against the run: together a recovery, the walk
+stops there (review of trial 49: points each too small to judge, then one low point, carried
+a recovered drop "to the end")."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from scipy import stats
@@ -70,7 +74,8 @@ def test_a_real_recovery_still_ends_the_run_and_says_so() -> None:
     assert run["after"] == {"start": 5 * DAY, "points": 1, "at": 5 * DAY, "questions": 24,
                             "judged": True,
                             "question_hit_rate": 1.0, "before_question_hit_rate": 1.0,
-                            "p_value": 1.0, "lower": False, "recovered": True}  # fmt: skip
+                            "p_value": 1.0, "lower": False, "recovered": True,
+                            "together": 1}  # fmt: skip
     line = str(known_line(report, 10))
     assert ("to 1970-01-06 00:00 UTC (3 points), hit rate LOWER beyond noise" in line
             and "then from 1970-01-06 00:00 UTC (1 point) not lower beyond noise: 1.000 "
@@ -112,7 +117,7 @@ def test_a_recovery_near_the_end_is_not_carried_to_the_end() -> None:
     assert run["after"] == {"start": 6 * DAY, "points": 1, "at": 6 * DAY, "questions": 21,
                             "judged": True, "question_hit_rate": 1.0,
                             "before_question_hit_rate": 1.0, "p_value": 1.0, "lower": False,
-                            "recovered": True}  # fmt: skip
+                            "recovered": True, "together": 1}  # fmt: skip
     line = str(known_line(report, 10))
     assert ("to 1970-01-07 00:00 UTC (4 points), hit rate LOWER beyond noise" in line
             and "then from 1970-01-07 00:00 UTC (1 point) not lower beyond noise: 1.000 "
@@ -133,3 +138,66 @@ def test_a_short_point_is_stepped_over_and_the_run_goes_on() -> None:
     assert run["to_end"] and run["end"] == 8 * DAY and "after" not in run
     # in it (days 2-7; day 5 untested, so 5 tested points): a 0, b 1, c 4/5
     assert run["points"] == 5 and abs(run["question_hit_rate"] - (10 + 0.8) / 21) < 1e-12
+
+
+def _recovered_in_small_points(
+    day9_misses: int, day_sets: list[Collection[int]]
+) -> dict[str, list[int | None]]:
+    """40 questions over 10 days: all hit on days 0-1; q00-q19 miss on days 2-5 (q20-q39
+    hit); on days 6-8 only the questions of ``day_sets`` are asked, and all hit; on day 9
+    all 40 are asked and q00 .. q(day9_misses - 1) miss."""
+    table: dict[str, list[int | None]] = {}
+    for q in range(40):
+        row: list[int | None] = [1, 1] + [0 if q < 20 else 1] * 4
+        row += [1 if q in asked else None for asked in day_sets]
+        table[f"q{q:02d}"] = row + [0 if q < day9_misses else 1]
+    return table
+
+
+def _run_days_2_to_5(run: dict[str, Any]) -> None:
+    # in it (days 2-5): q00-q19 0, q20-q39 1; before it all 1: 20 differences -1, 20 of 0
+    assert run["beyond_noise"] and run["start"] == 2 * DAY and run["end"] == 6 * DAY
+    assert not run["to_end"] and run["points"] == 4 and run["questions"] == 40
+    assert run["question_hit_rate"] == 0.5 and run["before_question_hit_rate"] == 1.0
+    expected = stats.ttest_1samp([-1.0] * 20 + [0.0] * 20, 0.0).pvalue
+    assert abs(run["p_value"] - expected) < 1e-9 * expected
+
+
+def test_a_recovery_in_points_too_small_to_judge_stops_the_run() -> None:
+    # days 6-8: 6 questions each (q00-q05, q06-q11, q12-q17: under min_n 10, none judged
+    # alone), all hit again; day 9: q00-q05 miss, alone lower than days 0-1 (6 of 40
+    # differences -1: p 0.012). Stepped over one by one, the three small points joined the
+    # run through day 9: "to the end". Together they are 18 questions, each 1 against 0 in
+    # the run (differences all +1: p 0) and 1 against 1 before it (p 1): a recovery, so the
+    # run ends at day 6.
+    assert stats.ttest_1samp([-1.0] * 6 + [0.0] * 34, 0.0).pvalue < 0.05
+    table = _recovered_in_small_points(6, [range(0, 6), range(6, 12), range(12, 18)])
+    report = over_time(_series(table))
+    run = report["known"]["sustained"]
+    _run_days_2_to_5(run)
+    assert run["after"] == {"start": 6 * DAY, "points": 4, "at": 6 * DAY, "questions": 18,
+                            "judged": True, "question_hit_rate": 1.0,
+                            "before_question_hit_rate": 1.0, "p_value": 1.0, "lower": False,
+                            "recovered": True, "together": 3}  # fmt: skip
+    assert ("then from 1970-01-07 00:00 UTC (4 points; judged on its first 3 points together)"
+            " not lower beyond noise: 1.000 against 1.000 before it, 18 questions, p 1; higher"
+            " than in the run beyond noise" in str(known_line(report, 10)))  # fmt: skip
+
+
+def test_a_recovery_in_points_each_within_noise_stops_the_run() -> None:
+    # days 6-7: 12 questions each (3 of the dropped, q00-q02 then q03-q05, and 9 others),
+    # all hit: alone, 3 differences +1 and 9 of 0 against the run (p 0.08: not above it
+    # beyond noise) and all 0 against days 0-1 (not lower): within noise both ways; day 8:
+    # q06-q08, q38, q39 (5: too few); day 9: q00-q04 miss, alone lower (p 0.023). Together
+    # days 6-8 are 29 questions, 9 differences +1 and 20 of 0 against the run: a recovery.
+    alone = stats.ttest_1samp([1.0] * 3 + [0.0] * 9, 0.0).pvalue
+    assert 0.05 < alone < 0.1
+    assert stats.ttest_1samp([-1.0] * 5 + [0.0] * 35, 0.0).pvalue < 0.05
+    assert stats.ttest_1samp([1.0] * 9 + [0.0] * 20, 0.0).pvalue < 0.05
+    sets = [{0, 1, 2, *range(20, 29)}, {3, 4, 5, *range(29, 38)}, {6, 7, 8, 38, 39}]
+    run = over_time(_series(_recovered_in_small_points(5, sets)))["known"]["sustained"]
+    _run_days_2_to_5(run)
+    assert run["after"] == {"start": 6 * DAY, "points": 4, "at": 6 * DAY, "questions": 29,
+                            "judged": True, "question_hit_rate": 1.0,
+                            "before_question_hit_rate": 1.0, "p_value": 1.0, "lower": False,
+                            "recovered": True, "together": 3}  # fmt: skip
