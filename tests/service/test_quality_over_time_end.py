@@ -14,7 +14,7 @@ a recovered drop "to the end")."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from scipy import stats
@@ -141,14 +141,15 @@ def test_a_short_point_is_stepped_over_and_the_run_goes_on() -> None:
 
 
 def _recovered_in_small_points(
-    day9_misses: int, day_sets: list[Collection[int]]
+    day9_misses: int, day_sets: Sequence[Collection[int]]
 ) -> dict[str, list[int | None]]:
     """40 questions over 10 days: all hit on days 0-1; q00-q19 miss on days 2-5 (q20-q39
     hit); on days 6-8 only the questions of ``day_sets`` are asked, and all hit; on day 9
     all 40 are asked and q00 .. q(day9_misses - 1) miss."""
     table: dict[str, list[int | None]] = {}
     for q in range(40):
-        row: list[int | None] = [1, 1] + [0 if q < 20 else 1] * 4
+        row: list[int | None] = [1, 1]
+        row += [0 if q < 20 else 1] * 4
         row += [1 if q in asked else None for asked in day_sets]
         table[f"q{q:02d}"] = row + [0 if q < day9_misses else 1]
     return table
