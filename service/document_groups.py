@@ -89,6 +89,7 @@ __all__ = [
     "OFF",
     "UNMARKED",
     "Variant",
+    "all_tied_note",
     "compile_group_pattern",
     "corpus_languages",
     "group_labels",
@@ -387,3 +388,20 @@ def uncovered_note(uncovered: Mapping[str, Any] | None) -> list[str]:
             f"{share(uncovered.get('recent'), 'of the recent questions')} against "
             f"{share(uncovered.get('earlier'), 'before')}, {share(uncovered, 'of all')}: "
             f"{verdict}"]  # fmt: skip
+
+
+def all_tied_note(documents: Mapping[str, Any]) -> str:
+    """``"; 188 retrievals ranked nothing (two or more results, all at one score and none
+    ranked, or all at 0) and name no document"`` when a document gaps summary
+    (:meth:`~service.harvest.stage.HarvestStage.document_gaps`) has a positive ``all_tied``
+    (:func:`service.harvest.signals.all_tied`), else ``""``.
+
+    >>> all_tied_note({"all_tied": 1}), all_tied_note({})
+    ('; 1 retrieval ranked nothing (two or more results, all at one score and none ranked, or all at 0) and names no document', '')
+    """  # noqa: E501
+    n = int(documents.get("all_tied") or 0)
+    if n <= 0:
+        return ""
+    return (f"; {n:,} {'retrieval' if n == 1 else 'retrievals'} ranked nothing (two or more "
+            "results, all at one score and none ranked, or all at 0) and "
+            f"{'names' if n == 1 else 'name'} no document")  # fmt: skip

@@ -51,6 +51,7 @@ __all__ = [
     "CoverageTracker",
     "DocumentLabels",
     "ScoreWindow",
+    "all_tied",
     "document_labels",
     "event_reasons",
     "judged_out_of_scope",
@@ -219,24 +220,75 @@ def production_documents(
     it called answered out of scope were unstable verdicts); with this rule its
     ``coverage_gap`` suggestions went 152 → 116, the top-up ones 113 → 101 (74 % → 87 % of
     them), and ``faq-topup.html`` stays a gap (216 of 2,880 → 179 of 2,561 questions).
-    Trial 23's detector was uncalibrated: nothing left out."""
+    Trial 23's detector was uncalibrated: nothing left out.
+
+    A retrieval that ranked nothing above anything names no document either
+    (:func:`all_tied`: two or more results, every one with a score, all the same score):
+    its first result is the retriever's tie order, not a passage the question is about.
+    Trial 49: a TF-IDF retriever answered every question with no word in the corpus by
+    p-0001…p-0010, all at score 0 (188 events), and ``squad-p-0001.txt`` became an
+    "under-covered document" with 160 ``coverage_gap`` suggestions. The rule needs no scale
+    (a cosine, BM25 or a logit ties alike); a single result, or a log without scores, is
+    taken as ranked."""
     out: list[str | None] = []
     append = out.append
     if annotations is None:
         for event in events:
             retrieval = event.retrieval
             results = retrieval.results if retrieval is not None else ()
-            append(doc_of.get(_first_id(results)) if results else None)
+            append(doc_of.get(_first_id(results)) if results and not all_tied(results) else None)
         return out
     for event, notes in zip(events, annotations, strict=True):
         retrieval = event.retrieval
         results = retrieval.results if retrieval is not None else ()
-        if not results or (notes.get("out_of_scope_stable") is True
-                           and notes.get("scope_calibrated") is not False):  # fmt: skip
+        if (not results or all_tied(results)
+                or (notes.get("out_of_scope_stable") is True
+                    and notes.get("scope_calibrated") is not False)):  # fmt: skip
             append(None)
         else:
             append(doc_of.get(_first_id(results)))
     return out
+
+
+def all_tied(results: Sequence[RetrievedPassage]) -> bool:
+    """Whether a retrieval ranked nothing above anything, so that its first result is the
+    retriever's tie order and not a passage the question is about: two or more results,
+    each with a score, all equal, and
+
+    * no two of them with different explicit ``rank`` s (a log that ranks its results says
+      their order: Elasticsearch's ``constant_score`` or ``filter`` queries, or a log with
+      one placeholder score, are ranked whatever the scores), or
+    * all scores 0 (no match: a lexical retriever, TF-IDF or BM25, scores 0 a passage with no
+      word of the question, and trial 49's retriever returned p-0001…p-0010 at score 0,
+      ranked 1…10, when nothing matched). A log whose placeholder score is 0 is read as
+      unranked: the replay report counts the retrievals so left out
+      (:attr:`CoverageTracker.documents_all_tied`).
+
+    O(1) when the first two scores differ, the usual case.
+
+    >>> from service.events import RetrievedPassage as R
+    >>> all_tied([R(id="a", score=0.0), R(id="b", score=0.0)])
+    True
+    >>> all_tied([R(id="a", score=0.3), R(id="b", score=0.0)]), all_tied([R(id="a", score=0.0)])
+    (False, False)
+    >>> all_tied([R(id="a", score=0.0), R(id="b")]), all_tied([R(id="a"), R(id="b")])
+    (False, False)
+    >>> all_tied([R(id="a", score=1.0, rank=1), R(id="b", score=1.0, rank=2)])
+    False
+    >>> all_tied([R(id="a", score=0.0, rank=1), R(id="b", score=0.0, rank=2)])
+    True
+    """
+    if len(results) < 2:
+        return False
+    first = results[0].score
+    if first is None or results[1].score != first:
+        return False
+    if not all(r.score == first for r in results):
+        return False
+    if first == 0.0:
+        return True
+    ranks = {r.rank for r in results if r.rank is not None}
+    return len(ranks) < 2
 
 
 def judged_out_of_scope(notes: Mapping[str, Any]) -> bool:
@@ -355,6 +407,9 @@ class CoverageTracker:
         #: :attr:`documents_uncounted`): the earlier uncovered share recounted after a gold
         #: refresh or a restore (:meth:`uncovered`) still holds them
         self.documents_uncounted_uncovered = 0
+        #: all-time retrievals given no document because they ranked nothing
+        #: (:func:`all_tied`; counted by :meth:`count_all_tied`, kept in the state)
+        self.documents_all_tied = 0
         self.max_documents = max_documents
         #: the floor of the uncovered share's rise's 95 % lower bound (the window against
         #: the events before it) from which every event on an uncovered document takes that
@@ -633,7 +688,8 @@ class CoverageTracker:
             "window": window,
             "documents": dict(self.document_totals),
             "document_rule": DOCUMENT_RULE,
-        } | ({"documents_uncounted": self.documents_uncounted,
+        } | ({"documents_all_tied": self.documents_all_tied} if self.documents_all_tied
+             else {}) | ({"documents_uncounted": self.documents_uncounted,
               "documents_uncounted_uncovered": self.documents_uncounted_uncovered}
              if self.documents_uncounted else {})  # fmt: skip
 
@@ -726,6 +782,7 @@ class CoverageTracker:
         documents = (state.get("documents") or {}) if same_rule else {}
         self.document_totals = Counter({str(k): int(v) for k, v in documents.items()})
         self.documents_uncounted = int(state.get("documents_uncounted", 0)) if same_rule else 0
+        self.documents_all_tied = int(state.get("documents_all_tied", 0)) if same_rule else 0
         self.documents_uncounted_uncovered = min(
             self.documents_uncounted, int(state.get("documents_uncounted_uncovered", 0))
         )

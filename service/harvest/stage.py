@@ -117,6 +117,7 @@ from service.harvest.signals import (
     DOCUMENT,
     CoverageTracker,
     ScoreWindow,
+    all_tied,
     event_reasons,
     production_documents,
 )
@@ -414,6 +415,11 @@ class HarvestStage:
         # (an event judged out of scope joins no document share: production_documents)
         documents = (production_documents(events, self.documents, annotations)
                      if self.documents else None)  # fmt: skip
+        if documents is not None:  # the retrievals that ranked nothing, said in the report
+            self.coverage.documents_all_tied += sum(
+                1 for event, doc in zip(events, documents, strict=True)
+                if doc is None and event.retrieval is not None
+                and all_tied(event.retrieval.results))  # fmt: skip
         coverage = self.coverage.update_each(annotations, documents)
         config, scores, active, normal = self.config, self.scores, self._active, self._normal
         quantile = config.low_confidence_quantile
@@ -1177,7 +1183,9 @@ class HarvestStage:
         ``"uncovered"``: the share of the questions on documents no gold row asks about
         (:meth:`CoverageTracker.uncovered`: all-time, over ``gap_window`` and before it,
         with 95 % Wilson intervals, and whether the rise's lower bound reaches
-        ``min_uncovered_rise``). ``None`` when the corpus names no document (no document
+        ``min_uncovered_rise``); ``"all_tied"``, when positive: the retrievals seen that
+        ranked nothing (:func:`~service.harvest.signals.all_tied`) and so named no
+        document. ``None`` when the corpus names no document (no document
         dimension)."""
         if not self.documents:
             return None
@@ -1198,8 +1206,9 @@ class HarvestStage:
             "n_gaps": len(gaps),
             "gold_documents": len(gold),
             "documents": self._n_documents,
-        } | ({"grouped": {"documents": self._n_grouped, "groups": self._n_groups}}
-             if self._n_grouped else {}) | (
+        } | ({"all_tied": tied} if (tied := self.coverage.documents_all_tied) else {}) | (
+            {"grouped": {"documents": self._n_grouped, "groups": self._n_groups}}
+            if self._n_grouped else {}) | (
             {"uncovered": uncovered}
             if len(gold) < self._n_documents and (uncovered := self.coverage.uncovered())
             else {})  # fmt: skip

@@ -17,7 +17,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.coverage import OUT_OF_SCOPE_COUNTED
-from service.document_groups import grouped_note, uncovered_note
+from service.document_groups import all_tied_note, grouped_note, uncovered_note
 from service.harvest.shed_note import not_compared_note, shed_note
 from service.html import plots
 from service.html.over_time import agreement_over_time
@@ -449,7 +449,8 @@ def document_gap_table(documents: Any) -> list[Markup]:
     n_gaps = documents.get("n_gaps")
     more = n_gaps - len(gaps) if isinstance(n_gaps, int) else 0
     asked = (f"the gold set asks about {documents.get('gold_documents', 0)} of the corpus's "
-             f"{documents.get('documents', 0)} documents{grouped_note(documents)}")  # fmt: skip
+             f"{documents.get('documents', 0)} documents{grouped_note(documents)}"
+             f"{all_tied_note(documents)}")  # fmt: skip
     share = _uncovered_para(documents.get("uncovered"))
     if not gaps:
         return [para(f"No document is under-covered by the gold set ({asked}).", "meta"),

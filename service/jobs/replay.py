@@ -90,7 +90,7 @@ from consumers.engine import Engine
 from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
-from service.document_groups import grouped_note, uncovered_note
+from service.document_groups import all_tied_note, grouped_note, uncovered_note
 from service.drift.stage import adjusted_note, rate_moves, restart_text, silenced_verb
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
@@ -1221,6 +1221,7 @@ def document_gap_lines(documents: Mapping[str, Any] | None) -> list[str]:
             + (f" (and {more} smaller gaps)" if more > 0 else "")
             + f"; the gold set asks about {documents.get('gold_documents', 0)} of "
             f"{documents.get('documents', 0)} documents{grouped_note(documents)}"
+            f"{all_tied_note(documents)}"
             ] + [f"  {line}" for line in uncovered_note(documents.get("uncovered"))]  # fmt: skip
 
 

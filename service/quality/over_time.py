@@ -65,6 +65,23 @@ point's to find), and the paired t is blind to dilution: the reported start is t
 drop's of the runs beyond noise ending where the lowest p ends, but that end can run past a
 recovery.
 
+Where it ends (trial 49, M2): on a lasting drop the paired t saturates (a question that lost
+its passage gives −1 whatever the run's length), so the lowest p can belong, by 1e-7, to a
+run that ends early (the trial: a drop from 12-03 00:00 to the end of the log reported as
+ending 12-04 00:00). So the run beyond noise is then walked on, point by point, each point
+alone tested against the points before the run (paired t, at ``level`` each: the drop is
+already found, the walk only asks where it stops): a point lower extends the run to it; a
+point not lower but above the run itself stops it (a recovery); any other (too few
+questions, or within noise both ways) is stepped over and joins the run only if a later
+point is lower and the points stepped over, tested together against the run, are not a
+recovery (:func:`_extend`, :func:`_block`). What came after a run that stops is said:
+``after`` (``{"start", "points", "at", "questions", "judged", question_<measure>,
+before_question_<measure>, "p_value", "lower", "recovered", "together"}``): not lower beyond
+noise (and whether above the run), or too few questions paired to judge. Simulated (40 questions, 20
+hit 0.9 normally and 0.1 in the drop, 10 daily points, 200 seeds): a drop on days 2–8
+recovered on day 9 is reported to the end in 18 of 199 runs found (main 17; testing the
+whole remainder as one block, 140), a lasting one in 199 of 199 (main 59).
+
 >>> day = 86400.0
 >>> def bucket(i, hits):  # 20 gold questions asked once each, ``hits`` of them hit
 ...     return {"start": i * day, "known": {"n": 20, "recall": hits, "hit": hits, "rr": hits,
@@ -376,8 +393,12 @@ def _sustained(
     if best[0] < level / tests:  # where it began: the largest drop of those ending there
         best = min((run for run in lower if run[2] == best[2] and run[0] < level / tests),
                    key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
+    best, after = _extend(best, events, sums, starts, row, tested, width, measure, min_n,
+                          level, tests)  # fmt: skip
     figures = best[4]
     figures["to_end"] = figures["end"] >= starts[-1] + width
+    if not figures["to_end"]:
+        figures["after"] = after
     found = {"found": True, **figures,
              "test": f"paired t-test on per-question {_MEASURES[measure]}",
              **_verdict(best[0], tests, level)}  # fmt: skip
@@ -392,7 +413,177 @@ def _sustained(
                            key=lambda run: (_rounded(run[3]), run[1]))  # fmt: skip
             found["latest"] = {**pick[4], **_verdict(pick[0], tests, level)}
             found["latest"].pop("to_end", None)
+            found["latest"].pop("after", None)
     return found
+
+
+def _point_test(
+    events: NDArray[np.float64],
+    sums: NDArray[np.float64],
+    base: tuple[int, int],
+    rows: tuple[int, int],
+) -> tuple[int, float, float, float, float]:
+    """The paired t-test of rows ``rows`` (``[begin, end)``) against rows ``base`` (the
+    cumulative ``events`` and ``sums`` of :func:`_sustained`, row ``r``: points before
+    ``r``), on the questions asked on both sides, each question's mean on each side:
+    ``(pairs, mean difference rows − base, two-sided p, mean over rows, mean over base)``
+    (``p`` 1.0 and the means nan under 2 pairs)."""
+    base_n = events[base[1]] - events[base[0]]
+    base_sum = sums[base[1]] - sums[base[0]]
+    inside_n = events[rows[1]] - events[rows[0]]
+    inside_sum = sums[rows[1]] - sums[rows[0]]
+    paired = (base_n > 0) & (inside_n > 0)
+    pairs = int(paired.sum())
+    if pairs < 2:
+        return pairs, 0.0, 1.0, math.nan, math.nan
+    before = np.where(paired, base_sum / np.where(paired, base_n, 1.0), 0.0)
+    inside = np.where(paired, inside_sum / np.where(paired, inside_n, 1.0), 0.0)
+    _, mean, p = _paired_many((inside - before)[None, :], paired[None, :])
+    return (pairs, float(mean[0]), float(p[0]), float(inside[paired].mean()),
+            float(before[paired].mean()))  # fmt: skip
+
+
+def _extend(
+    best: tuple[float, float, int, float, dict[str, Any]],
+    events: NDArray[np.float64],
+    sums: NDArray[np.float64],
+    starts: Sequence[float],
+    row: Mapping[float, int],
+    tested: Sequence[float],
+    width: float,
+    measure: str,
+    min_n: int,
+    level: float,
+    tests: int,
+) -> tuple[tuple[float, float, int, float, dict[str, Any]], dict[str, Any]]:
+    """Where a run beyond noise ``best`` really ends, and what came after it (trial 49, M2).
+
+    The points after the run are walked one by one, each *alone* (:func:`_point_test`, the
+    paired t-test on the questions asked at that point and on the other side):
+
+    * *lower*: below the points before the run (mean difference < 0, ``p < level``): the run
+      is extended to it (the points stepped over included) while the longer run stays
+      beyond noise (``p < level / tests``);
+    * else *recovered*: above the run itself (mean difference > 0, ``p < level``): the walk
+      stops; the drop ended before this point (lower is asked first: inside a lasting drop
+      a point reads above the run by chance as often as 0.025, and it is still lower than
+      the points before the run);
+    * neither (too few questions, ``min_n``, on a side; or within noise both ways: a point
+      of 11 questions at 0.73 against 1.00 before and 0.47 in the run): stepped over; it
+      joins the run only if a later point is lower, and only if the points stepped over,
+      tested *together* as one point (:func:`_block`), are not a recovery (above the run
+      and not lower than before it): if they are, the walk stops at the first of them.
+
+    Returns the run (its figures recomputed when extended) and ``after``: ``{"start",
+    "points"}`` (from the run's end, the points left), ``"at"``: the point that stopped the
+    walk (the recovered one, else the first point stepped over and never joined), its test
+    against the points before the run (``"questions", "judged", question_<measure>,
+    before_question_<measure>, "p_value", "lower"``), ``"recovered"`` (above the run) and
+    ``"together"``: the points tested as one (1 for a point alone, more when the points
+    stepped over together stopped the walk, ``at`` their first, 0 when none judged);
+    ``judged`` false and ``at`` None when no point left paired ``min_n`` questions with the
+    points before the run (``questions`` then the most any did). A run within noise is not
+    extended; its ``after`` is the first judged point's.
+
+    Why point by point: the paired t saturates on a lasting drop (every question that lost
+    its passage gives −1 whatever the run's length), so the lowest p can end where noise puts
+    it (the trial: a drop from 12-03 00:00 to the end of the log reported as ending 12-04
+    00:00). Testing the whole remainder as one block instead (the first fix) mixes the rest
+    of a drop with its recovery, and the rest of the drop carried a recovered drop "to the
+    end" (review: a drop on days 2–8 of 10, recovered on day 9: 140 of 199 runs). Stopping at
+    the first point not lower beyond noise instead stops inside a lasting drop at a small
+    point (the trial's 2 h point of 11 questions at 12-04 18:00, 0.727 against 1.000, p 0.08):
+    hence the recovery test, against the run.
+
+    The level: each point at ``level`` (0.05, two-sided: 0.025 each way), no Bonferroni over
+    the points walked. The drop is already found beyond noise (the scan's Bonferroni); the
+    walk asks only where it stops. A recovered point reads lower with chance at most 0.025,
+    so a recovered drop is extended past its end only by such a read before a recovered
+    point reads above the run (review's simulation: to the end 18 of 199 against main's 17);
+    a stricter level would cost power inside a lasting drop, where a point read recovered
+    by chance ends the run early (the trial's complaint)."""
+    first, end = row[best[1]], -best[2]
+    extend = best[0] < level / tests
+    empty: dict[str, Any] = {"at": None, "questions": 0, "judged": False,
+                             f"question_{measure}": None, f"before_question_{measure}": None,
+                             "p_value": None, "lower": False, "recovered": False,
+                             "together": 0}  # fmt: skip
+    after = {"start": starts[end] if end < len(starts) else None,
+             "points": len(starts) - end, **empty}  # fmt: skip
+    for r in range(end, len(starts)):
+        pairs, mean, p, inside, before = _point_test(events, sums, (0, first), (r, r + 1))
+        if pairs < min_n:
+            if not after["judged"]:
+                after["questions"] = max(after["questions"], pairs)
+            continue
+        lower = mean < 0 and p < level
+        run_pairs, run_mean, run_p, _, _ = _point_test(events, sums, (first, end), (r, r + 1))
+        recovered = run_pairs >= min_n and run_mean > 0 and run_p < level
+        figures = {"at": starts[r], "questions": pairs, "judged": True,
+                   f"question_{measure}": inside, f"before_question_{measure}": before,
+                   "p_value": _rounded(p), "lower": bool(lower),
+                   "recovered": bool(recovered), "together": 1}  # fmt: skip
+        if not extend or (recovered and not lower):  # the point that stopped the walk
+            after.update(figures)
+            break
+        if not lower:
+            if not after["judged"]:
+                after.update(figures)
+            continue
+        if r > end:  # the points stepped over, together: a recovery? (review of trial 49)
+            block = _block(events, sums, first, end, r, min_n, level, measure)
+            if block is not None and block["recovered"] and not block["lower"]:
+                after.update({**block, "at": starts[end], "together": r - end})
+                break
+        n_run, mean_run, p_run, inside_run, before_run = _point_test(
+            events, sums, (0, first), (first, r + 1)
+        )
+        if not (mean_run < 0 and _rounded(p_run) < level / tests):
+            if not after["judged"]:
+                after.update(figures)
+            break
+        best = (_rounded(p_run), best[1], -(r + 1), mean_run, {
+            **best[4], "end": starts[r] + width,
+            "points": sum(1 for t in tested if best[1] <= t <= starts[r]),
+            "questions": n_run, f"question_{measure}": inside_run,
+            f"before_question_{measure}": before_run})  # fmt: skip
+        end = r + 1
+        after = {"start": starts[end] if end < len(starts) else None,
+                 "points": len(starts) - end, **empty}  # fmt: skip
+    return best, after
+
+
+def _block(
+    events: NDArray[np.float64],
+    sums: NDArray[np.float64],
+    first: int,
+    end: int,
+    stop: int,
+    min_n: int,
+    level: float,
+    measure: str,
+) -> dict[str, Any] | None:
+    """The points stepped over by :func:`_extend` (rows ``[end, stop)``) tested *together*,
+    as one point: against the points before the run (rows ``[0, first)``, paired t on each
+    question's mean on each side) and against the run (rows ``[first, end)``). ``None`` when
+    fewer than ``min_n`` questions pair with the points before the run (not judged, as a
+    point alone); else ``{"questions", "judged", question_<measure>,
+    before_question_<measure>, "p_value", "lower", "recovered"}`` as a point's figures
+    (``lower``: below the points before it at ``level``; ``recovered``: ``min_n`` questions
+    paired with the run and above it at ``level``).
+
+    Why (review of trial 49, blocker a): points each too small to judge, or each within noise
+    both ways, can together be a recovery (3 days of 6 questions, all hit again, after a
+    drop on them); stepped over one by one, a single low point after them carried the run
+    across the recovery "to the end"."""
+    pairs, mean, p, inside, before = _point_test(events, sums, (0, first), (end, stop))
+    if pairs < min_n:
+        return None
+    run_pairs, run_mean, run_p, _, _ = _point_test(events, sums, (first, end), (end, stop))
+    return {"questions": pairs, "judged": True,
+            f"question_{measure}": inside, f"before_question_{measure}": before,
+            "p_value": _rounded(p), "lower": bool(mean < 0 and p < level),
+            "recovered": bool(run_pairs >= min_n and run_mean > 0 and run_p < level)}  # fmt: skip
 
 
 def _edges(tested: Sequence[float]) -> list[float]:
@@ -746,7 +937,40 @@ def _sustained_text(track: Mapping[str, Any], what: str, measure: str) -> str:
         f"{_plural(run['questions'], 'question')} asked in it and before it: "
         f"{run[f'question_{measure}']:.3f} in it against "
         f"{run[f'before_question_{measure}']:.3f} before it: p {run['p_value']:.2g} {sign} "
-        f"{level:g}/{run['tests']}, {family}); "
+        f"{level:g}/{run['tests']}, {family}){after_text(run, measure)}; "
+    )
+
+
+def after_text(run: Mapping[str, Any], measure: str) -> str:
+    """What came after a sustained run that does not reach the end (its ``after``,
+    :func:`_extend`), ``""`` for a run to the end: ``", then from 2026-12-04 00:00 UTC (6
+    points) not lower beyond noise: 0.950 against 1.000 before it, 20 questions, p 0.33;
+    higher than in the run beyond noise"`` (the point that stopped the walk, alone, against
+    the points before the run; the last clause when it is above the run: a recovery),
+    ``", then from … (6 points; judged on its point 2026-12-04 06:00 UTC) …"`` when that
+    point is not the first after the run, ``", then from … (4 points; judged on its first 3
+    points together) …"`` when points stepped over, together, were a recovery
+    (:func:`_block`), or ``", then from … (1
+    point) too few questions to judge (3 asked before it too)"``. "lower" occurs in a
+    verdict within noise (not extended), or when the longer run would no longer be beyond
+    noise."""
+    after = run.get("after") if not run.get("to_end") else None
+    if not after or after.get("start") is None:
+        return ""
+    head = f", then from {_start_text(after['start'])} ({_plural(after['points'], 'point')}"
+    if not after["judged"]:
+        return (f"{head}) too few questions to judge ({after['questions']} asked before it "
+                "too)")  # fmt: skip
+    if after.get("together", 1) > 1:
+        head += f"; judged on its first {after['together']} points together"
+    elif after["at"] != after["start"]:
+        head += f"; judged on its point {_start_text(after['at'])}"
+    word = "lower" if after["lower"] else "not lower beyond noise"
+    return (
+        f"{head}) {word}: {after[f'question_{measure}']:.3f} against "
+        f"{after[f'before_question_{measure}']:.3f} before it, "
+        f"{_plural(after['questions'], 'question')}, p {after['p_value']:.2g}"
+        + ("; higher than in the run beyond noise" if after.get("recovered") else "")
     )
 
 

@@ -280,3 +280,59 @@ def test_the_gold_refresh_of_the_service_recounts_documents() -> None:
     qrels = [["p-1"], ["p-2"], ["p-9"], ["p-9"]]  # two accepted rows on b.html
     stage.coverage.set_gold({DOCUMENT: document_counts(qrels, stage.documents)})
     assert stage.document_gaps(10)["gaps"] == []  # type: ignore[index]
+
+
+def _unranked(event_id: str, results: list[tuple[str, float]]) -> QueryLogEvent:
+    """An event whose results carry scores but no rank."""
+    rows = [{"id": pid, "score": score} for pid, score in results]
+    return QueryLogEvent.model_validate({
+        "event_id": event_id, "timestamp": "2026-01-01T00:00:00Z", "question": "q",
+        "retrieval": {"retriever": "prod", "results": rows}})  # fmt: skip
+
+
+def test_a_retrieval_that_ranked_nothing_names_no_document() -> None:
+    """Trial 49, L2: a TF-IDF retriever answered questions with no word in the corpus by the
+    corpus's first passages, all at score 0 (ranked 1…10); the first of them became an
+    under-covered document with 160 ``coverage_gap`` suggestions. Review: a log of
+    Elasticsearch ``constant_score`` results (one score, distinct ranks) is ranked and keeps
+    its documents. The rule: two or more scored results at one score name no document when
+    they carry no two distinct ranks, or when the score is 0."""
+    events = [event("e1", "q", results=[("p-9", 0.0), ("p-1", 0.0), ("p-2", 0.0)]),  # ranked 1-3
+              event("e2", "q", results=[("p-9", 1.0), ("p-1", 1.0)]),  # constant score, ranked
+              event("e3", "q", results=[("p-9", 0.0)]),  # one result: ranked
+              event("e4", "q", results=[("p-9", 0.1), ("p-1", 0.0), ("p-2", 0.0)]),
+              _unranked("e5", [("p-9", 0.4), ("p-1", 0.4)]),  # a tie, no rank: tie order
+              _unranked("e6", [("p-9", 0.4), ("p-1", 0.3)])]  # fmt: skip
+    expected = [None, "b.html", "b.html", "b.html", None, "b.html"]
+    assert production_documents(events, DOCS) == expected
+    assert production_documents(events, DOCS, [{}] * 6) == expected
+    tied = [("p-9", 0.0), ("p-1", 0.0)]
+    # the tied questions give no gap; b.html is not asked once it is ranked nowhere
+    assert _records(_stage(), [tied, tied, [("p-1", 2.0)], tied]) == {}
+
+
+def test_the_retrievals_that_ranked_nothing_are_counted_in_the_report() -> None:
+    """The document line says how many retrievals were left out as ranking nothing: here
+    e1 (zeros), e5 (an unranked tie) and e7 (zeros again) of the 8 events; e2's constant
+    score is ranked, e8 has no retrieval. The count survives a snapshot and load."""
+    events = [event("e1", "q", results=[("p-9", 0.0), ("p-1", 0.0)]),
+              event("e2", "q", results=[("p-9", 1.0), ("p-1", 1.0)]),
+              event("e3", "q", results=[("p-1", 2.0), ("p-9", 1.0)]),
+              event("e4", "q", results=[("p-9", 0.0)]),
+              _unranked("e5", [("p-9", 0.4), ("p-1", 0.4)]),
+              _unranked("e6", [("p-9", 0.4), ("p-1", 0.3)]),
+              event("e7", "q", results=[("p-2", 0.0), ("p-1", 0.0), ("p-9", 0.0)]),
+              event("e8", "q", retrieval=False)]  # fmt: skip
+    stage = _stage()
+    stage.process(batch(events, [dict(NOTES) for _ in events]))
+    documents = stage.document_gaps(10)
+    assert documents is not None and documents["all_tied"] == 3
+    # a.html: e3 only; b.html: e2, e4, e6 (live_total 4)
+    assert sum(stage.coverage.document_totals.values()) == 4
+    line = document_gap_lines(documents)[0]
+    assert line.endswith("; 3 retrievals ranked nothing (two or more results, all at one "
+                         "score and none ranked, or all at 0) and name no document")  # fmt: skip
+    restored = CoverageTracker(GOLD)
+    restored.load(stage.coverage.state())
+    assert restored.documents_all_tied == 3
+    assert "all_tied" not in (_stage().document_gaps(10) or {})  # none seen: no mention
