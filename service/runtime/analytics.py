@@ -73,6 +73,7 @@ from service.refusals.scope import (
     band_text,
     best_score,
     calibrate_with_retriever,
+    canonical_rows,
     corpus_sample,
     coverage_groups,
     off_topic_needed,
@@ -547,7 +548,11 @@ def _scope_stage(
             corpus.passages,
             memo=memo,
         )[name]
-    analysed = analysis_gold(gold)  # the rows' subjects, as the stage reads live questions
+    # the rows' subjects, as the stage reads live questions, in canonical order
+    # (gold_order_key): the fit, its folds, groups and bootstrap, and the known questions'
+    # ties are then those of the set of rows, whatever the file's order
+    analysed = analysis_gold(gold)
+    analysed = GoldSet(tuple(canonical_rows(analysed)), analysed.path)
     # with enough kind: off-topic rows (quality_min_class), the detector is calibrated and
     # measured on them against the answerable rows, and the other gold: [] rows are measured
     # apart (trial 46 F5); with fewer, on every gold: [] row as before them, so a gold set

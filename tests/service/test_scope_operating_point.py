@@ -195,17 +195,25 @@ def test_the_trials_detector_is_uncalibrated_on_its_operating_point(
     other in the fit and its folds (:func:`~service.refusals.scope.coverage_groups`: the
     corpus has no ``doc``, so by passage, 281 groups of answerable rows; an adversarial
     unanswerable row goes with its nearest passage's): AUC 0.848, TPR 0.950, FPR 0.771,
-    balanced accuracy 0.589 — within the bounds below, still uncalibrated."""
+    balanced accuracy 0.589 — within the bounds below, still uncalibrated.
+
+    Since the forty-ninth session the fit reads the rows in canonical order and averages each
+    row's held-out probability over 10 fold draws (repeated cross-validation): AUC 0.850,
+    TPR 0.949, FPR 0.729, balanced accuracy 0.610, trim 0 (printed by the fit; the claim
+    tested is the verdict, balanced accuracy under the 0.68 floor, and the bounds guard
+    the figures against a silent move: one unanswerable row more or less in scope moves the
+    FPR by 1/258 = 0.004)."""
     gold_path, corpus_path = _write_trial_gold(tmp_path, shared_data)
     gold, corpus = load_gold_set(gold_path), load_corpus(corpus_path)
     assert (len(gold), len(gold.answerable()), len(corpus.passages)) == (980, 722, 1371)
     analytics = build_analytics(load_settings(None).analytics, gold, corpus)
     quality = analytics.detector_quality["out_of_scope"]
     assert quality.auc == pytest.approx(0.845, abs=0.02) and quality.trusted(0.75)
-    assert quality.fpr == pytest.approx(0.783, abs=0.05)
-    assert quality.balanced_accuracy == pytest.approx(0.584, abs=0.03)
+    assert quality.fpr == pytest.approx(0.729, abs=0.03)
+    assert quality.balanced_accuracy == pytest.approx(0.610, abs=0.03)
+    assert quality.balanced_accuracy < 0.68  # the floor: uncalibrated
     why = analytics.uncalibrated("out_of_scope")
-    assert why is not None and why.startswith("out_of_scope balanced accuracy 0.5")
+    assert why is not None and why.startswith("out_of_scope balanced accuracy 0.6")
     stage = next(s for s in analytics.stages if isinstance(s, EmbeddingScopeStage))
     assert stage.calibrated is False
     assert analytics.drift is not None

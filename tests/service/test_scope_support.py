@@ -71,10 +71,14 @@ def test_a_question_far_from_everything_is_off_corpus_though_the_regression_says
     det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=50)
     # The gold set is separated perfectly (cross-validated AUC 1): a "calibrated" detector.
     assert det.quality.auc == 1.0
-    # The bug: the fitted regression alone calls every banking question in scope.
+    # The bug: the fitted regression alone calls every banking question in scope (its own
+    # decision, probability >= 0.5: 0.673 each). (Against the calibrated threshold they were
+    # in scope too while it was chosen on one fold draw, 0.67 > threshold; on the held-out
+    # probabilities averaged over CV_REPEATS draws the least answerable row's is 0.745, the
+    # threshold of a perfectly separated gold set, so it would now flag them by itself.)
     features = det._features(det.embedder.embed(BANKING), None)
     raw = probability_in_scope(det.model, features[:, list(det.columns)])
-    assert (raw >= det.calibration.threshold).all()
+    assert (raw >= 0.5).all()
 
     # By hand: a passage is (NEWS + 2v)/√5 with v ⟂ NEWS, a banking question (2·NEWS + e)/√5
     # with e ⟂ everything else: cosine 2/5 with every passage. With a gold question the cosine
