@@ -878,10 +878,11 @@ reads ``drift`` (no alarm: suppressed); no suggestion moved. Production-shaped: 
 ``under_refusals`` 1,106 → 1,110, ``misjudged_answerable`` 30 → 27, so
 ``answered_out_of_scope`` 791 → 813 and 1,444 → 1,467 suggestions (the list re-indexed).
 The 20k report: ``out_of_scope`` 8,496 → 8,549, ``off_corpus`` 5,996 → 5,743; its
-suggestions move through ``answered_out_of_scope`` (4,006 → 4,070), ``coverage_gap`` (475 →
-401: an event judged out of scope joins no document's share) and the store's priority
-eviction at 5,000 (refused 862 → 677, low_confidence 1,026 → 973, negative_feedback 467 →
-405; 5,488 → 5,178 suggestions).
+suggestions move through ``answered_out_of_scope`` (4,006 → 4,070) and, through it, the
+store's priority eviction at 5,000 (``coverage_gap`` 475 → 401, refused 862 → 677,
+low_confidence 1,026 → 973, negative_feedback 467 → 405; 5,488 → 5,178 suggestions): with
+``harvest.max_suggestions`` at 1,000,000 (nothing evicted) only ``answered_out_of_scope``
+moves, ``coverage_gap`` is 1,578 before and after (review of s49-scope-cv).
 """
 
 from __future__ import annotations

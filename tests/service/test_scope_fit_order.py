@@ -2,7 +2,7 @@
 hang on one fold draw (forty-ninth session).
 
 The t48 user's 54-row gold set gave threshold 0.3458 in file order, 0.3761 reversed and
-0.3879-0.4116 in three shuffles: the fit read the rows in file order (fold positions, group
+0.3783-0.4116 in shuffles: the fit read the rows in file order (fold positions, group
 labels numbered by first appearance, the bootstrap's resamples, float sums). The fit now reads
 them in canonical order (:func:`~service.refusals.scope.gold_order_key`), and each row's
 held-out probability is averaged over :data:`~service.refusals.scope.CV_REPEATS` fold draws
