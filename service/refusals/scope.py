@@ -2244,7 +2244,9 @@ class EmbeddingScope:
         regression (its pickle, as the fit cache keeps it), the gold and corpus vectors it
         measures a question against, the gold rows' answerability, the chosen features, the
         retriever and its missing score, the threshold and the off-corpus rule (cutoffs,
-        their ranges, by language and script; not the notice of its last move). Two
+        their ranges, by language and script; not the notice of its last move, nor the
+        ids naming the rows that set or fall below the cutoff: their vectors and
+        answerability are hashed, so renumbering the gold ids keeps the key). Two
         detectors with the same key give every question the same probability and verdict; a
         refit on a changed gold set gives another key unless its fit is the same bits (the
         drift stage then keeps the ``out_of_scope`` windows:
@@ -2253,7 +2255,8 @@ class EmbeddingScope:
         keeps the key; a refit on another CPU model may not."""
         model = self.model
         blob = model.blob if isinstance(model, PickledEstimator) else pickle.dumps(model)
-        support = {k: v for k, v in self.support._asdict().items() if k != "change"}
+        support = {k: v for k, v in self.support._asdict().items()
+                   if k not in ("change", "set_by", "below")}  # fmt: skip
         digest = hashlib.sha256()
         for array in (self.gold_vectors, self.gold_answerable, self.passage_vectors):
             digest.update(hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest())

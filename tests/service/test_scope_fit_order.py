@@ -15,6 +15,7 @@ sample's 411 contexts (:func:`benchmarks.goldsets.write_squad2_off_topic`).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,25 @@ def test_a_reordered_gold_file_gives_a_bit_identical_detector(
     assert fits[0]["quality"]["n_neg"] == 12  # the off-topic rows are the negatives
     assert fits[1] == fits[0]
     assert fits[2] == fits[0]
+
+
+def test_renumbered_gold_ids_give_the_same_detector_and_verdict_key(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """Only the ids naming the rows that set the cutoff or fall below it change (the verdict
+    key hashes their vectors, not their names): a renumbering does not restart drift."""
+    gold_path, corpus_path = write_squad2_off_topic(tmp_path, root=shared_data)
+    gold, corpus = load_gold_set(gold_path), load_corpus(corpus_path)
+    settings = load_settings(gold_set=gold_path, corpus=corpus_path).analytics
+    rows = list(gold.questions)
+    renamed = {q.id: f"r-{len(rows) - i:03d}" for i, q in enumerate(rows)}  # reversed numbers
+    renumbered = [dataclasses.replace(q, id=renamed[q.id]) for q in rows]
+    before, after = (_detector(GoldSet(tuple(order), gold.path), corpus, settings)
+                     for order in (rows, renumbered))  # fmt: skip
+    for fit in (before, after):
+        fit["support"].pop("set_by")
+        fit["support"]["below"] = len(fit["support"]["below"])
+    assert after == before
 
 
 def test_fold_seeds_of_two_base_seeds_share_no_draw() -> None:
