@@ -65,6 +65,7 @@ from service.refusals.scope import (
     best_score,
     calibrate_threshold,
     calibrate_with_retriever,
+    canonical_rows,
     coverage_groups,
 )
 from service.retrievers.registry import build_retrievers
@@ -127,6 +128,7 @@ def run(per_intent: int = 3, min_tpr: float = 0.95, seed: int = 0,
     """Both detectors on the same gold set, corpus and held-out questions (the embedding
     detector through ``embedder``, default :func:`default_embedder`)."""
     gold, corpus, inscope, oos = clinc_scope_data(per_intent, seed)
+    gold = canonical_rows(gold)  # the rows in the order the service fits them
     bm25 = build_retrievers(["bm25"], lambda n: RetrieverConfig(name=n, kind=n), corpus)["bm25"]
     today = calibrate_with_retriever(gold, bm25, min_tpr=min_tpr)
     held_in = [best_score(r) for r in bm25.search_batch(inscope, 1)]

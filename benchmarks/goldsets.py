@@ -108,3 +108,51 @@ def write_multihop(out: Path, root: Path | None = None) -> tuple[Path, Path]:
         ],
     )  # fmt: skip
     return _write_jsonl(out / "gold.jsonl", rows), corpus
+
+
+def write_squad2_off_topic(
+    out: Path, answerable: int = 42, off_topic: int = 12, seed: int = 0,
+    root: Path | None = None,
+) -> tuple[Path, Path]:  # fmt: skip
+    """Write ``(gold.jsonl, corpus.jsonl)``: a small gold set shaped like a user's first one
+    — ``answerable`` answerable SQuAD 2.0 dev-sample questions and ``off_topic`` CLINC150
+    out-of-scope test queries (``kind: off-topic``, ``gold: []``), drawn with
+    ``random.Random(f"squad2-off-topic-{seed}")`` — over every context of the SQuAD 2.0
+    sample (ids as :func:`write_squad2`). The out-of-scope detector's fit stability is
+    measured on it (CHANGELOG, forty-ninth session).
+
+    Raises:
+        ValueError: more rows asked for than the samples hold.
+    """
+    import random
+
+    base = root if root is not None else SHARED_DATA
+    squad = base / "squad2-dev-sample500"
+    queries = json.loads((squad / "queries.json").read_text(encoding="utf-8"))["queries"]
+    truth = json.loads((squad / "ground_truth.json").read_text(encoding="utf-8"))
+    clinc = json.loads((base / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
+    contexts: dict[str, str] = {}
+    usable: list[tuple[str, str, str]] = []
+    for query in queries:
+        ctx_id = "ctx-" + hashlib.sha256(query["context"].encode("utf-8")).hexdigest()[:12]
+        contexts[ctx_id] = query["context"]
+        if not truth[query["id"]]["is_impossible"]:
+            usable.append((query["id"], query["question"], ctx_id))
+    oos = [text for text, _ in clinc["oos_test"]]
+    if answerable > len(usable) or off_topic > len(oos):
+        raise ValueError(f"{answerable} answerable and {off_topic} off-topic rows asked for; "
+                         f"the samples hold {len(usable)} and {len(oos)}")  # fmt: skip
+    rng = random.Random(f"squad2-off-topic-{seed}")
+    picked = sorted(rng.sample(range(len(usable)), answerable))
+    rows: list[dict[str, object]] = [
+        {"id": qid, "question": text, "gold": [ctx], "kind": "plain", "source": "written"}
+        for qid, text, ctx in (usable[i] for i in picked)
+    ]
+    for i in sorted(rng.sample(range(len(oos)), off_topic)):
+        rows.append({"id": f"clinc-oos-{i}", "question": oos[i], "gold": [], "kind": "off-topic",
+                     "source": "written"})  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = _write_jsonl(
+        out / "corpus.jsonl", [{"id": cid, "text": text} for cid, text in contexts.items()]
+    )
+    return _write_jsonl(out / "gold.jsonl", rows), corpus

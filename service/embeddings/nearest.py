@@ -12,8 +12,13 @@ configuration) keeps the last batch's nearest similarities by text, so the stage
 second takes them instead of multiplying again.
 
 A value is a function of its text alone, to the last bit or so: the vector is the embedder's
-for that text, and the reference is identified by its content (a digest taken the first time
-each array object is seen: reference matrices are fitted state, never written after). The
+for that text, and the reference is identified by its content as a set of rows (a digest
+taken the first time each array object is seen: reference matrices are fitted state, never
+written after). The nearest similarity to a matrix's rows does not depend on their order, so
+neither does the digest (its rows' digests, sorted): the out-of-scope detector holds its gold
+rows in canonical order (:func:`~service.refusals.scope.canonical_rows`, so that its fit is
+one of the set of rows, not of the file's order) and the topic model in the file's order,
+and still share one product. The
 last bit is not guaranteed: an OpenBLAS ``sgemm`` element may differ by one float32 ulp with
 where its row and column sit in the matrices multiplied (measured: ~2 % of a batch's
 elements when its rows are shifted by one), so the maximum over two blocks (answerable,
@@ -45,6 +50,8 @@ class NearestMemo:
     >>> memo.remember(gold, ["a", "b"], np.array([0.5, 0.25]))
     >>> memo.recall(gold.copy(), ["b", "c", "a"]), memo.recall(gold[:2], ["a"])
     ([0.25, None, 0.5], [None])
+    >>> memo.recall(gold[[2, 0, 1]], ["a"])  # the same rows in another order
+    [0.5]
     """
 
     def __init__(self) -> None:
@@ -57,14 +64,18 @@ class NearestMemo:
         self.misses = 0
 
     def _digest(self, reference: np.ndarray) -> bytes:
-        """The content digest of ``reference``, taken once per array object (the caller
-        holds the lock)."""
+        """The content digest of ``reference`` as a multiset of rows (its shape, dtype and
+        its rows' own digests in sorted order: equal for any permutation of the rows, as
+        each row's nearest similarity is), taken once per array object (the caller holds the
+        lock)."""
         entry = self._digests.get(id(reference))
         if entry is not None and entry[0]() is reference:
             return entry[1]
         data = np.ascontiguousarray(reference)
         digest = hashlib.blake2b(f"{data.shape}{data.dtype.str}".encode(), digest_size=16)
-        digest.update(data.tobytes())
+        rows = data.reshape(data.shape[0], -1) if data.ndim and data.size else data.reshape(1, -1)
+        for row in sorted(hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in rows):
+            digest.update(row)
         for key in [key for key, (ref, _) in self._digests.items() if ref() is None]:
             del self._digests[key]
         self._digests[id(reference)] = (weakref.ref(reference), digest.digest())

@@ -41,7 +41,9 @@ production-shaped benchmark's; of the rest, a bound per cluster of 16 gold rows,
 n-gram's largest weight in the cluster, leaves 11 %). Distinct n-grams sharing a 64-bit hash
 would be merged; the probability is about 1e-10 per batch, far below anything a similarity
 rounded to 6 decimals shows. A live question equal to a gold one after normalisation matches
-with similarity exactly 1.0 (first such gold row in file order).
+with similarity exactly 1.0 (first such gold row in the index's row order: the service's
+indexes hold the rows in the out-of-scope stage's canonical order,
+:func:`service.runtime.analytics.scope_gold`, so ties do not depend on the file's order).
 
 **Same question**: a non-exact match must also ask the same question
 (:func:`service.text.wording.known_disagreement`: the rule harvest merges by, the same numbers,
@@ -461,7 +463,9 @@ class KnownQuestionIndex:
         turned down (:class:`KnownLookup`).
 
         One n-gram transform and one product for the whole batch's distinct questions not in
-        the cache. Ties between gold questions go to the first in file order. Similarities
+        the cache. Ties between gold questions go to the first in the index's row order
+        (``gold``'s: the service gives the canonical order of its out-of-scope stage,
+        :func:`service.runtime.analytics.scope_gold`). Similarities
         are rounded to 6 decimals and clipped to [0, 1].
 
         Wording rule (:func:`service.text.wording.known_disagreement`: harvest's merge rule,
@@ -510,7 +514,7 @@ class KnownQuestionIndex:
         """The best gold row of one text (its similarities ``sims``, one per gold row) at or
         above the threshold that the wording rule accepts, and the best it turned down."""
         close = np.flatnonzero(sims >= self.threshold - 1e-6)
-        # best first, ties in file order (the order argmax gives)
+        # best first, ties in the index's row order (the order argmax gives)
         order = close[np.argsort(-sims[close], kind="stable")]
         mine: Wording | None = None
         rejected: KnownRejection | None = None

@@ -707,17 +707,23 @@ def rate_interval(rate: float, n: int) -> str:
     ``rate`` of ``n`` rows and its Wilson score interval
     (:func:`~service.coverage.wilson_bounds`), which a rate on few rows needs beside it
     (trial 18: "2.3 % on 44 rows" read as precise while ~6 % of its live answerable
-    questions were off-corpus); ``""`` when ``rate · n`` is not a whole count (a rate not of
-    ``n`` rows).
+    questions were off-corpus); ``""`` when ``n`` is 0. A held-out rate pooled over the
+    detector's fold draws (:func:`repeated_folds`) is a mean count of ``n`` rows, not a whole
+    one: it is given to a tenth, its interval Wilson's on that count of ``n`` (the rows are
+    ``n``; the draws add no rows).
 
     >>> rate_interval(1 / 44, 44)
     ' (1 of 44; Wilson 95 % [0.4%, 11.8%])'
-    >>> rate_interval(0.5, 3)
-    ''
+    >>> rate_interval(16 / 390, 39)
+    ' (1.6 of 39, mean over fold draws; Wilson 95 % [1.0%, 15.4%])'
     """
-    k = round(rate * n)
-    if n <= 0 or abs(k - rate * n) > 1e-6:
+    if n <= 0:
         return ""
+    k = round(rate * n)
+    if abs(k - rate * n) > 1e-6:
+        low, high = wilson_bounds(rate * n, n)
+        return (f" ({rate * n:.1f} of {n}, mean over fold draws; Wilson 95 % "
+                f"[{low:.1%}, {high:.1%}])")  # fmt: skip
     low, high = wilson_bounds(k, n)
     return f" ({k} of {n}; Wilson 95 % [{low:.1%}, {high:.1%}])"
 
@@ -1013,6 +1019,7 @@ def support_by_language(
     min_rows: int,
     near_duplicate: float = DEFAULT_KNOWN_THRESHOLD,
     trim: float = OFF_CORPUS_TRIM,
+    memo: SupportMemo | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """The off-corpus rule by script, measured per language: ``(by language, by script)`` for
     the gold rows' language keys ``languages`` and their questions' dominant scripts
@@ -1088,7 +1095,7 @@ def support_by_language(
             measured.add(key)
     checks = {
         script: _calibrate_members(sims, near, labels, folds, mask, mask, near_duplicate,
-                                   trim)[0]
+                                   trim, memo)[0]
         for script, mask in sorted(setters.items())
     }  # fmt: skip
     by_script = {script: check.cutoff for script, check in checks.items()}
@@ -1100,7 +1107,7 @@ def support_by_language(
         rows = keys == key
         if key in measured:
             check = _calibrate_members(sims, near, labels, folds, setters[script], rows,
-                                       near_duplicate, trim)[0]  # fmt: skip
+                                       near_duplicate, trim, memo)[0]  # fmt: skip
             fpr = None if np.isnan(check.held_out_fpr) else check.held_out_fpr  # none held out
             row.update(cutoff=by_script[script], basis="own", held_out_fpr=fpr)
         else:
@@ -1123,27 +1130,37 @@ def _held_out_by_script(
     by_script: Mapping[str, float],
     near_duplicate: float = DEFAULT_KNOWN_THRESHOLD,
     trim: float = OFF_CORPUS_TRIM,
+    memo: SupportMemo | None = None,
 ) -> np.ndarray:
-    """Which gold rows the off-corpus rule by script flags when held out (bool, shape
-    ``(n,)``): each row is judged by its language's script (``by_language`` and ``by_script``
-    of :func:`support_by_language` on the same arguments), in each fold by that script's
-    cutoff from the training rows that set it (:func:`_calibrate_members`); a row of a
-    language not judged is never flagged. The rule's verdicts that the detector's
-    cross-validated quality folds in (:class:`EmbeddingScope`)."""
+    """The share of its held-out appearances in ``folds`` in which the off-corpus rule by
+    script flags each gold row (float, shape ``(n,)``, in [0, 1]): each row is judged by its
+    language's script (``by_language`` and ``by_script`` of :func:`support_by_language` on
+    the same arguments), in each fold by that script's cutoff from the training rows that set
+    it (:func:`_calibrate_members`); a row of a language not judged is never flagged. The
+    rule's verdicts that the detector's cross-validated quality folds in
+    (:class:`EmbeddingScope`)."""
     sims = np.array(gold_sims, dtype=np.float64)
     np.fill_diagonal(sims, -np.inf)
     near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
     keys = np.array(languages, dtype=object)
     written = np.array(scripts, dtype=object)
-    flagged = np.zeros(labels.shape[0], dtype=bool)
-    for script in by_script:
+    flagged = np.zeros(labels.shape[0], dtype=np.float64)
+    for script in by_script:  # each language has one script: the members never overlap
         judged = [k for k, row in by_language.items() if row["script"] == script]
         own = [k for k in judged if by_language[k]["basis"] == "own"]
         setters = np.isin(keys, own) & (written == script)
         members = np.isin(keys, judged)
-        flagged |= _calibrate_members(sims, near, labels, folds, setters, members,
-                                      near_duplicate, trim)[1]  # fmt: skip
+        flagged = np.maximum(
+            flagged,
+            _calibrate_members(
+                sims, near, labels, folds, setters, members, near_duplicate, trim, memo
+            )[1],
+        )
     return flagged
+
+
+#: Support similarities kept during one fit (:func:`_support_of`).
+SupportMemo = dict[tuple[Any, ...], np.ndarray]
 
 
 def _support_of(
@@ -1152,16 +1169,32 @@ def _support_of(
     rows: np.ndarray,
     against: np.ndarray,
     near_duplicate: float | None,
+    memo: SupportMemo | None = None,
 ) -> np.ndarray:
     """Support similarity of gold rows ``rows`` (indices, shape ``(m,)``): the highest of their
     similarity to the rows ``against`` (``sims``, diagonal ``-inf``) and to the corpus
     (``near``, shape ``(n,)``), at least -1; with ``near_duplicate`` a row's near-duplicates
-    (similarity at or above it) among ``against`` are left out. Shape ``(m,)``."""
+    (similarity at or above it) among ``against`` are left out. Shape ``(m,)``.
+
+    ``memo``: values kept by ``(rows, against, near_duplicate)`` for one ``sims`` and
+    ``near`` (the caller's promise): the off-corpus rule's trims and scripts ask for the same
+    folds' supports again (:class:`EmbeddingScope`: ~5 trims × 2-3 rules × every fold of
+    every draw), and only the cutoffs drawn from them depend on the trim."""
+    key = None
+    if memo is not None:
+        key = (rows.dtype.str, rows.tobytes(), against.dtype.str, against.tobytes(),
+               near_duplicate)  # fmt: skip
+        kept = memo.get(key)
+        if kept is not None:
+            return kept
     block = sims[np.ix_(rows, against)]
     if near_duplicate is not None:
         block = np.where(block >= near_duplicate, -np.inf, block)
     gold = block.max(axis=1) if block.shape[1] else np.full(rows.shape[0], -np.inf)
     found: np.ndarray = np.maximum(np.maximum(gold, near[rows]), -1.0)
+    if memo is not None and key is not None:
+        found.setflags(write=False)  # shared between callers
+        memo[key] = found
     return found
 
 
@@ -1174,6 +1207,7 @@ def _calibrate_members(
     members: np.ndarray,
     near_duplicate: float,
     trim: float = 0.0,
+    memo: SupportMemo | None = None,
 ) -> tuple[SupportCheck, np.ndarray]:
     """:func:`calibrate_support`'s rule with the cutoff set by the answerable rows in
     ``setters`` and the rates measured on the rows in ``members`` (bool masks, shape
@@ -1183,14 +1217,16 @@ def _calibrate_members(
     measured: with ``analytics.quality_min_class`` 2, a language's two rows held out together
     in the one fold whose training rows have no other row of their script), not 0 of 0.
     Each cutoff (the fold ones and the final one) is :func:`robust_cutoff` of its setters
-    at ``trim``. Also returns which members were below their fold's cutoff when held out
-    (bool, shape ``(n,)``; False for every other row)."""
+    at ``trim``. Also returns, per member, the share of its judged held-out appearances in
+    ``folds`` (several fold draws: :func:`repeated_folds`) in which it was below its fold's
+    cutoff (float, shape ``(n,)``; 0 for every other row and a member never judged)."""
     everyone = np.arange(labels.shape[0])
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
-        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None)
+        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None, memo)
 
-    held_below = np.zeros(labels.shape[0], dtype=bool)
+    held_below = np.zeros(labels.shape[0], dtype=np.int64)
+    held = np.zeros(labels.shape[0], dtype=np.int64)
     false_pos = caught = n_ans = n_unans = 0
     for train, test in folds:
         answerable = train[labels[train] & setters[train]]
@@ -1199,7 +1235,8 @@ def _calibrate_members(
             continue
         cutoff = robust_cutoff(support(answerable, train, drop_near=False), trim)[0]
         below = support(test, train, drop_near=True) < cutoff - SUPPORT_TOLERANCE
-        held_below[test[below]] = True
+        held_below[test[below]] += 1
+        held[test] += 1
         false_pos += int(np.sum(below & labels[test]))
         caught += int(np.sum(below & ~labels[test]))
         n_ans += int(labels[test].sum())
@@ -1216,7 +1253,7 @@ def _calibrate_members(
         least=float(values.min()),
         band=cutoff_band(values, trim),
     )
-    return check, held_below
+    return check, held_below / np.maximum(held, 1)
 
 
 def _setters_of(
@@ -1307,10 +1344,12 @@ def _pooled_support(
     near_duplicate: float,
     trim: float,
     ids: Sequence[str] | None,
+    memo: SupportMemo | None = None,
 ) -> tuple[SupportCheck, np.ndarray]:
-    """:func:`calibrate_support` and which gold rows were below their fold's cutoff when
-    held out (bool, shape ``(n,)``): the rule's verdicts that the detector's cross-validated
-    quality folds in (:class:`EmbeddingScope`)."""
+    """:func:`calibrate_support` and, per gold row, the share of its held-out appearances in
+    ``folds`` in which it was below its fold's cutoff (float, shape ``(n,)``, in [0, 1]; 0 for
+    a row never held out; 0 or 1 when ``folds`` is one partition): the rule's verdicts that
+    the detector's cross-validated quality folds in (:class:`EmbeddingScope`)."""
     if not labels.any():
         raise ValueError("the support check needs answerable gold questions")
     sims = np.array(gold_sims, dtype=np.float64)  # a copy: the diagonal is overwritten
@@ -1318,20 +1357,24 @@ def _pooled_support(
     near = np.full(labels.shape[0], -1.0) if corpus is None else np.asarray(corpus, float)
 
     def support(rows: np.ndarray, against: np.ndarray, drop_near: bool) -> np.ndarray:
-        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None)
+        return _support_of(sims, near, rows, against, near_duplicate if drop_near else None, memo)
 
     everyone = np.arange(labels.shape[0])
-    held_below = np.zeros(labels.shape[0], dtype=bool)
-    false_pos = caught = 0
+    held_below = np.zeros(labels.shape[0], dtype=np.int64)
+    held = np.zeros(labels.shape[0], dtype=np.int64)
+    false_pos = caught = out_ans = out_unans = 0
     for train, test in folds:
         if not labels[train].any():
             raise ValueError("a training fold has no answerable gold question")
         answerable = train[labels[train]]
         cutoff = robust_cutoff(support(answerable, train, drop_near=False), trim)[0]
         below = support(test, train, drop_near=True) < cutoff - SUPPORT_TOLERANCE
-        held_below[test[below]] = True
+        held_below[test[below]] += 1
+        held[test] += 1
         false_pos += int(np.sum(below & labels[test]))
         caught += int(np.sum(below & ~labels[test]))
+        out_ans += int(labels[test].sum())
+        out_unans += int((~labels[test]).sum())
     n_ans, n_unans = int(labels.sum()), int((~labels).sum())
     rows = everyone[labels]
     values = support(rows, everyone, drop_near=False)
@@ -1339,8 +1382,8 @@ def _pooled_support(
     set_by, below_ids = _setters_of(values, rows, cutoff, at, ids)
     check = SupportCheck(
         cutoff=cutoff,
-        held_out_fpr=false_pos / n_ans,
-        held_out_tpr=caught / n_unans if n_unans else 0.0,
+        held_out_fpr=false_pos / out_ans if out_ans else 0.0,
+        held_out_tpr=caught / out_unans if out_unans else 0.0,
         n_answerable=n_ans,
         n_unanswerable=n_unans,
         trim=trim,
@@ -1349,7 +1392,7 @@ def _pooled_support(
         below=below_ids,
         band=cutoff_band(values, trim),
     )
-    return check, held_below
+    return check, held_below / np.maximum(held, 1)
 
 
 def _cv_folds(labels: np.ndarray, max_folds: int = 5) -> int:
@@ -1764,6 +1807,130 @@ def grouped_folds(
     return list(cv.split(x, labels)), False
 
 
+#: Fold draws of the out-of-scope detector's repeated cross-validation (:func:`repeated_folds`).
+#: Chosen by measurement (CHANGELOG, forty-ninth session): on the t48 user's 54-row gold set
+#: the threshold spanned 0.265-0.449 over fold seeds 0-9 with one draw, 0.029 wide with 10.
+CV_REPEATS = 10
+
+
+def fold_seeds(seed: int, repeats: int) -> list[int]:
+    """The seeds of the ``repeats`` fold draws of base seed ``seed``: the first ``repeats``
+    32-bit words of ``numpy.random.SeedSequence(seed)`` (NEP 19: its output is fixed across
+    numpy versions), so two base seeds share no draw as ``seed + r`` would.
+
+    Raises:
+        ValueError: ``repeats`` below 1 or ``seed`` negative.
+
+    >>> fold_seeds(0, 2) == fold_seeds(0, 3)[:2], len(set(fold_seeds(0, 5) + fold_seeds(1, 5)))
+    (True, 10)
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    words = np.random.SeedSequence(seed).generate_state(repeats, dtype=np.uint32)
+    return [int(w) for w in words]
+
+
+def repeated_folds(
+    labels: np.ndarray, groups: GoldGroups | None, seed: int, repeats: int
+) -> tuple[list[list[tuple[np.ndarray, np.ndarray]]], list[bool]]:
+    """The detector's repeated cross-validation: ``repeats`` fold draws of
+    :func:`grouped_folds`, each a partition of the rows (every row held out once), with the
+    seeds :func:`fold_seeds` of ``seed``; and whether each is grouped. The held-out
+    probability of a row is then averaged over the draws (:class:`EmbeddingScope`): one draw
+    of 5 folds on ~50 rows chose a threshold that moved by 0.08 with the seed.
+
+    Source: repeated k-fold cross-validation, Kuhn & Johnson 2013, *Applied Predictive
+    Modeling* §4.4; Kim 2009, "Estimating classification error rate: repeated
+    cross-validation, repeated hold-out and bootstrap" (Comput. Stat. Data Anal. 53).
+
+    Raises:
+        ValueError: as :func:`grouped_folds` and :func:`fold_seeds`.
+    """
+    draws = [grouped_folds(labels, groups, s) for s in fold_seeds(seed, repeats)]
+    return [split for split, _ in draws], [grouped for _, grouped in draws]
+
+
+def averaged_held_out(
+    model: Callable[[], Any],
+    features: np.ndarray,
+    labels: np.ndarray,
+    draws: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
+) -> np.ndarray:
+    """Each row's held-out probability in scope averaged over the fold ``draws``
+    (:func:`repeated_folds`; each a partition of the rows): in each fold a fresh ``model()``
+    is fitted on the training rows of ``features`` (shape ``(n, d)``) and ``labels`` (bool,
+    shape ``(n,)``) and gives the held-out rows' :func:`probability_in_scope` —
+    ``cross_val_predict(..., method="predict_proba")[:, 1]``'s values, the same bits, per
+    draw; the mean is over draws, shape ``(n,)``, in [0, 1]. scikit-learn's input and
+    parameter checks are skipped (the inputs are the fit's own finite arrays; the results
+    are the same bits): they were a fifth of each fold's fit.
+
+    >>> from sklearn.dummy import DummyClassifier
+    >>> y = np.array([True, True, True, True, False, False])
+    >>> a = [(np.array([2, 3, 5]), np.array([0, 1, 4])), (np.array([0, 1, 4]), np.array([2, 3, 5]))]
+    >>> b = [(np.array([1, 2, 3, 4]), np.array([0, 5])), (np.array([0, 5]), np.array([1, 2, 3, 4]))]
+    >>> prior = lambda: DummyClassifier(strategy="prior")  # p = the training rows' share in scope
+    >>> (averaged_held_out(prior, np.zeros((6, 1)), y, [a, b]) * 24).round(9).tolist()
+    [17.0, 14.0, 14.0, 14.0, 14.0, 17.0]
+
+    (Row 0: 2/3 in draw ``a``, trained on rows 2, 3, 5; 3/4 in ``b``, on rows 1-4: 17/24.)
+    """
+    import sklearn
+
+    total = np.zeros(labels.shape[0])
+    with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
+        for draw in draws:
+            for train, test in draw:
+                fitted = model().fit(features[train], labels[train])
+                total[test] += probability_in_scope(fitted, features[test])
+    averaged: np.ndarray = total / len(draws)
+    return averaged
+
+
+def describe_cv(folds: Sequence[int], repeats: int) -> str:
+    """The detector's cross-validation as its quality's ``method`` names it: ``folds``, the
+    fold counts of its draws (most first; a draw may have fewer: :func:`grouped_folds`).
+
+    >>> describe_cv([5], 1)
+    '5-fold cross-validated'
+    >>> describe_cv([5], 10)
+    '5-fold cross-validated (repeated 10 times, held-out probabilities averaged)'
+    >>> describe_cv([5, 4], 10)
+    '5/4-fold cross-validated (repeated 10 times, held-out probabilities averaged)'
+    """
+    base = "/".join(str(k) for k in folds) + "-fold cross-validated"
+    if repeats == 1:
+        return base
+    return f"{base} (repeated {repeats} times, held-out probabilities averaged)"
+
+
+def gold_order_key(question: GoldQuestion) -> tuple[str, tuple[str, ...], str, str, str]:
+    """The canonical order of the out-of-scope detector's gold rows: by question text, then
+    relevant passages, kind, language and id (unique in a gold set:
+    :class:`~service.data.goldset.GoldSet`), so a total order on a set's rows whatever the
+    file's order, and one that an id renumbering does not change. The fit runs on the rows
+    in this order (:func:`canonical_rows`): its folds, groups, bootstrap and float sums are
+    then those of the set of rows, not of the file.
+
+    >>> gold_order_key(GoldQuestion("q-2", "Who?", ("p1",), language="en"))
+    ('Who?', ('p1',), 'plain', 'en', 'q-2')
+    """
+    return (question.question, tuple(question.gold), question.kind,
+            question.language or "", question.id)  # fmt: skip
+
+
+def canonical_rows(questions: Iterable[GoldQuestion]) -> list[GoldQuestion]:
+    """``questions`` in canonical order (:func:`gold_order_key`).
+
+    >>> rows = [GoldQuestion("b", "Why?", ()), GoldQuestion("a", "How?", ("p",))]
+    >>> [q.id for q in canonical_rows(rows)] == [q.id for q in canonical_rows(rows[::-1])]
+    True
+    """
+    return sorted(questions, key=gold_order_key)
+
+
 class EmbeddingScope:
     """Out-of-scope detector on the embedding layer, calibrated on the gold set.
 
@@ -1784,8 +1951,9 @@ class EmbeddingScope:
     gold question never matches itself, as a live question is not in the gold set) — with
     ``groups``, leave-one-document-out (a gold row sees no gold row asking about its own
     document, as a live question on an uncovered document sees none). Its quality
-    is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5), with a
-    stratified percentile-bootstrap interval
+    is the ROC AUC of **cross-validated** probabilities (stratified k-fold, k ≤ 5, repeated
+    ``repeats`` times: each row's held-out probability averaged over the fold draws,
+    :func:`repeated_folds`), with a stratified percentile-bootstrap interval
     (:func:`service.evaluation.detector_quality.measure_auc`), never the training fit; the
     threshold maximises Youden's J on those same probabilities among the thresholds keeping at
     least ``min_tpr`` of the answerable rows in scope
@@ -1829,6 +1997,10 @@ class EmbeddingScope:
         negatives: what the non-answerable ``questions`` are, named in the quality's
             ``method``: ``"unanswerable"`` (every ``gold: []`` row), or ``"off-topic"`` when
             the caller gives only the ``kind: off-topic`` ones (:func:`scope_rows`).
+        repeats: fold draws of the repeated cross-validation (:data:`CV_REPEATS`; 1: one
+            draw, the fit before the forty-ninth session but for its seed). The fit is a
+            function of the rows in the order given: give them in canonical order
+            (:func:`canonical_rows`) for a detector of the set of rows, as the service does.
 
     Raises:
         ValueError: fewer than 2 answerable or 2 unanswerable gold questions, lengths differ,
@@ -1853,6 +2025,7 @@ class EmbeddingScope:
         corpus_total: int | None = None,
         groups: GoldGroups | None = None,
         negatives: str = "unanswerable",
+        repeats: int = CV_REPEATS,
     ) -> None:
         import sklearn.linear_model  # noqa: F401 - loads scipy's OpenBLAS before the limit below
         from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
@@ -1888,7 +2061,7 @@ class EmbeddingScope:
             self._fit(questions, labels, retriever_scores, min_tpr=min_tpr, n_boot=n_boot,
                       seed=seed, languages=languages, min_rows=min_rows,
                       corpus_total=corpus_total, groups=groups,
-                      negatives=negatives)  # fmt: skip
+                      negatives=negatives, repeats=repeats)  # fmt: skip
 
     def _fit(
         self,
@@ -1904,12 +2077,12 @@ class EmbeddingScope:
         corpus_total: int | None,
         groups: GoldGroups | None,
         negatives: str = "unanswerable",
+        repeats: int = CV_REPEATS,
     ) -> None:
         """The fit and calibration from the embeddings on (the class docstring; arguments
         as there, ``labels`` the gold rows' answerability): the caller holds BLAS to one
         thread."""
         from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import cross_val_predict
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
@@ -1936,13 +2109,17 @@ class EmbeddingScope:
             )
             if used
         ]
-        split, grouped = grouped_folds(labels, groups, seed)
-        folds = len(split)
+        draws, grouped_draws = repeated_folds(labels, groups, seed, repeats)
+        split = [pair for draw in draws for pair in draw]  # every draw's folds, in turn
+        grouped = all(grouped_draws)
 
         def model() -> Any:
             return make_pipeline(
                 StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)
             )
+
+        def held_out(columns: list[int]) -> np.ndarray:
+            return averaged_held_out(model, features[:, columns], labels, draws)
 
         # Candidate feature sets, simplest first; the best cross-validated AUC wins (ties:
         # the simpler). The retriever alone is today's detector, so the embedding features
@@ -1953,8 +2130,7 @@ class EmbeddingScope:
             candidates = [[len(names) - 1], embedding, *candidates]
         best_auc, self.columns, cv_scores = -1.0, candidates[-1], np.zeros(len(labels))
         for columns in candidates:
-            scores = cross_val_predict(model(), features[:, columns], labels, cv=split,
-                                       method="predict_proba")[:, 1]  # fmt: skip
+            scores = held_out(columns)
             auc = roc_auc(scores[labels], scores[~labels])
             if auc > best_auc + 1e-9:
                 best_auc, self.columns, cv_scores = auc, columns, scores
@@ -1979,25 +2155,34 @@ class EmbeddingScope:
             by_lang = ([language_key(lang or UNDETERMINED) for lang in languages],
                        [dominant_script(q.question) for q in questions])  # fmt: skip
 
+        # the rule's support similarities, the same at every trim (only the cutoffs move)
+        support_memo: SupportMemo = {}
+
         def rule_at(trim: float) -> tuple[SupportCheck, np.ndarray]:
             """The off-corpus rule at ``trim`` and its held-out verdicts (the pooled rule, or
-            by script when the gold rows' languages are given)."""
+            by script when the gold rows' languages are given): a row is off-corpus when
+            held out when its fold's cutoff flagged it in more than half of the fold draws
+            (bool, shape ``(n,)``; with one draw, when it flagged it)."""
             support, off = _pooled_support(gold_sims, corpus, labels, split,
-                                           DEFAULT_KNOWN_THRESHOLD, trim, ids)  # fmt: skip
+                                           DEFAULT_KNOWN_THRESHOLD, trim, ids,
+                                           support_memo)  # fmt: skip
             if by_lang is not None:
                 keys, scripts = by_lang
                 by_language, by_script = support_by_language(gold_sims, corpus, labels, split,
                                                              keys, scripts, min_rows,
-                                                             trim=trim)  # fmt: skip
+                                                             trim=trim,
+                                                             memo=support_memo)  # fmt: skip
                 bands = {row["script"]: row["band"] for row in by_language.values()
                          if row["band"] is not None}  # fmt: skip
                 support = support._replace(by_language=by_language, by_script=by_script,
                                            min_rows=min_rows, band_by_script=bands)  # fmt: skip
                 off = _held_out_by_script(gold_sims, corpus, labels, split, keys, scripts,
-                                          by_language, by_script, trim=trim)  # fmt: skip
-            return support, off
+                                          by_language, by_script, trim=trim,
+                                          memo=support_memo)  # fmt: skip
+            return support, off > 0.5
 
-        # The threshold is chosen on the regression's cross-validated probabilities; the
+        # The threshold is chosen on the regression's cross-validated probabilities
+        # (averaged over the fold draws: repeated_folds); the
         # quality shown (AUC, and the TPR and FPR at that threshold) is that of the detector
         # as applied live — a held-out row its fold's off-corpus cutoff flags has probability
         # 0 and is out of scope — so a cutoff that moves moves the figures (trial 11, F3:
@@ -2018,19 +2203,20 @@ class EmbeddingScope:
         self.support = self.support._replace(trim_limit=off_corpus_trim(min_tpr))
         applied = np.where(off, 0.0, cv_scores)
         hiding = describe_hiding(groups, grouped)
+        cv_text = describe_cv(sorted({len(draw) for draw in draws}, reverse=True), len(draws))
         rule = ("the off-corpus rule applied per fold" if not self.support.by_language
                 else "the off-corpus rule by script applied per fold")  # fmt: skip
         self.quality = measure_auc(
             applied[labels], applied[~labels], n_boot=n_boot, seed=seed,
-            method=(f"{folds}-fold cross-validated logistic regression on {chosen} "
+            method=(f"{cv_text} logistic regression on {chosen} "
                     f"(best of {len(candidates)} feature sets; {hiding}) "
                     f"with {rule}, "
                     f"{int(labels.sum())} answerable vs {int((~labels).sum())} {negatives} "
                     f"gold questions{sampled}"),
         )  # fmt: skip
-        #: cross-validated probability in scope of each gold row (gold order; 0 where the
-        #: held-out row is off-corpus), whose rates at the threshold are the operating point
-        #: reported next to the AUC
+        #: cross-validated probability in scope of each gold row (gold order; averaged over
+        #: the fold draws; 0 where the held-out row is off-corpus in most of them), whose
+        #: rates at the threshold are the operating point reported next to the AUC
         self.cv_scores = applied
         inside = ~off & kept
         tpr, fpr = float(inside[labels].mean()), float(inside[~labels].mean())
@@ -2058,7 +2244,9 @@ class EmbeddingScope:
         regression (its pickle, as the fit cache keeps it), the gold and corpus vectors it
         measures a question against, the gold rows' answerability, the chosen features, the
         retriever and its missing score, the threshold and the off-corpus rule (cutoffs,
-        their ranges, by language and script; not the notice of its last move). Two
+        their ranges, by language and script; not the notice of its last move, nor the
+        ids naming the rows that set or fall below the cutoff: their vectors and
+        answerability are hashed, so renumbering the gold ids keeps the key). Two
         detectors with the same key give every question the same probability and verdict; a
         refit on a changed gold set gives another key unless its fit is the same bits (the
         drift stage then keeps the ``out_of_scope`` windows:
@@ -2067,7 +2255,8 @@ class EmbeddingScope:
         keeps the key; a refit on another CPU model may not."""
         model = self.model
         blob = model.blob if isinstance(model, PickledEstimator) else pickle.dumps(model)
-        support = {k: v for k, v in self.support._asdict().items() if k != "change"}
+        support = {k: v for k, v in self.support._asdict().items()
+                   if k not in ("change", "set_by", "below")}  # fmt: skip
         digest = hashlib.sha256()
         for array in (self.gold_vectors, self.gold_answerable, self.passage_vectors):
             digest.update(hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest())

@@ -73,6 +73,7 @@ from service.refusals.scope import (
     band_text,
     best_score,
     calibrate_with_retriever,
+    canonical_rows,
     corpus_sample,
     coverage_groups,
     off_topic_needed,
@@ -418,6 +419,24 @@ def analysis_gold(gold: GoldSet) -> GoldSet:
     return GoldSet(tuple(rows), gold.path)
 
 
+def scope_gold(gold: GoldSet) -> GoldSet:
+    """``gold``'s rows as the out-of-scope stage and the known-question index read them:
+    :func:`analysis_gold` (the rows' subjects) in canonical order
+    (:func:`~service.refusals.scope.canonical_rows`: by question text, passages, kind,
+    language, id), so the detector's fit and the known questions' ties are those of the set
+    of rows, not of the file's order or ids (trial 49, H1). The live-quality stage's index
+    (:func:`~service.runtime.live.known_index`) is built on the same rows, so it is the
+    scope stage's own: an equal :class:`GoldSet` for any order of ``gold``'s rows.
+
+    >>> from service.records import GoldQuestion
+    >>> a, b = GoldQuestion("q-1", "Why?", ()), GoldQuestion("q-2", "How?", ("p",))
+    >>> scope_gold(GoldSet((a, b))) == scope_gold(GoldSet((b, a)))
+    True
+    """
+    analysed = analysis_gold(gold)
+    return GoldSet(tuple(canonical_rows(analysed)), analysed.path)
+
+
 def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequence[Passage],
                  config: TopicConfig, use_gold_topics: bool,
                  previous: Mapping[str, Any] | None) -> TopicModel:  # fmt: skip
@@ -547,7 +566,10 @@ def _scope_stage(
             corpus.passages,
             memo=memo,
         )[name]
-    analysed = analysis_gold(gold)  # the rows' subjects, as the stage reads live questions
+    # the rows' subjects, as the stage reads live questions, in canonical order: the fit,
+    # its folds, groups and bootstrap, and the known questions' ties are then those of the
+    # set of rows, whatever the file's order
+    analysed = scope_gold(gold)
     # with enough kind: off-topic rows (quality_min_class), the detector is calibrated and
     # measured on them against the answerable rows, and the other gold: [] rows are measured
     # apart (trial 46 F5); with fewer, on every gold: [] row as before them, so a gold set

@@ -58,11 +58,11 @@ from service.retrievers.registry import build_retrievers
 from service.runtime.analytics import (
     TOPIC_IDENTITY_KEY,
     Analytics,
-    analysis_gold,
     build_analytics,
     misjudged_of,
     misjudged_unanswerable_of,
     pseudonymiser,
+    scope_gold,
     topic_identity,
     topic_label_rule,
 )
@@ -293,24 +293,25 @@ class Live:
 def known_index(analytics: Analytics, gold: GoldSet, threshold: float,
                 cache_size: int = 65_536) -> KnownQuestionIndex:  # fmt: skip
     """The known-question index of the live-quality stage: the out-of-scope stage's own
-    (:class:`service.refusals.scope.KnownScope`) when it is of the same gold set (the same object,
-    or for a gold set holding PII placeholders an equal :func:`analysis_gold` copy) and
-    threshold, else a new one (remembering ``cache_size`` questions' matches). The index holds
-    the rows' subjects (:func:`analysis_gold`), as the stages match live questions' subjects.
+    (:class:`service.refusals.scope.KnownScope`) when it is of the same gold rows
+    (:func:`~service.runtime.analytics.scope_gold` of ``gold``: the rows' subjects in
+    canonical order, whatever the order of ``gold``'s rows) and threshold, else a new one on
+    those rows (remembering ``cache_size`` questions' matches). The index holds the rows'
+    subjects (:func:`~service.runtime.analytics.analysis_gold`), as the stages match live
+    questions' subjects, in the scope stage's canonical order, so its ties between equally
+    similar gold rows are the same with the scope stage on or off.
 
     Both stages match every question of a batch against the gold set, in that order, with
     the same list; sharing one index (and its cache of matches) makes the second lookup a
     cache hit instead of a second n-gram transform and product, with the same matches.
     """
-    analysed = analysis_gold(gold)  # the rows' subjects, as the stage matches live subjects
+    rows = scope_gold(gold)  # the rows' subjects in canonical order, as the scope stage's
     for stage in analytics.stages:
         index = getattr(getattr(stage, "known", None), "index", None)
         if (isinstance(index, KnownQuestionIndex) and index.threshold == threshold
-                and (index.gold is analysed
-                     # the scope stage's own analysed copy of this gold set
-                     or (analysed is not gold and index.gold == analysed))):  # fmt: skip
+                and (index.gold is rows or index.gold == rows)):  # fmt: skip
             return index
-    return KnownQuestionIndex(analysed, threshold=threshold, cache_size=cache_size)
+    return KnownQuestionIndex(rows, threshold=threshold, cache_size=cache_size)
 
 
 def keep_topic_identity(state: StateStore | None, analytics: Analytics) -> None:

@@ -816,7 +816,6 @@ class Runtime:
 
     def _refresh_gold_now(self) -> None:
         from service.runtime.analytics import (
-            analysis_gold,
             apply_gold_references,
             apply_scope_references,
             gold_references,
@@ -824,6 +823,7 @@ class Runtime:
             language_quality,
             misjudged_of,
             misjudged_unanswerable_of,
+            scope_gold,
             scope_references,
         )
 
@@ -839,7 +839,9 @@ class Runtime:
             agreement = language_quality(gold, detector) if detector is not None else None
             strata = gold_topic_strata(gold, model, detector) if model is not None else None
             index = KnownQuestionIndex(
-                analysis_gold(gold),  # the rows' subjects (service.text.subject)
+                # the rows' subjects (service.text.subject) in the scope stage's canonical
+                # order, as at the start (live.known_index): the same ties after a refresh
+                scope_gold(gold),
                 threshold=self.settings.shadow.known_threshold,
                 cache_size=self.settings.analytics.question_cache_size,
             )

@@ -18,6 +18,7 @@ from service.records import GoldQuestion
 from service.refusals.scope import EmbeddingScope
 from service.refusals.stage import EmbeddingScopeStage
 from service.runtime.analytics import build_analytics
+from service.runtime.live import known_index
 from service.settings import AnalyticsConfig
 from service.topics.model import TopicConfig, TopicModel, embedding_texts
 from service.topics.stage import TopicStage
@@ -43,6 +44,19 @@ def test_recall_is_by_text_and_reference_content_of_the_last_batch_only() -> Non
     assert (memo.hits, memo.misses) == (3, 4)
     with pytest.raises(ValueError, match="2 values for 1 texts"):
         memo.remember(gold, ["a"], np.array([0.5, 0.5]))
+
+
+def test_a_reference_is_its_multiset_of_rows_whatever_their_order() -> None:
+    # the out-of-scope detector holds its gold rows in canonical order, the topic model in
+    # the file's: the nearest similarity to a set of rows does not depend on their order
+    memo = NearestMemo()
+    gold = np.array([[1, 0], [0, 1], [0.6, 0.8]], dtype=np.float32)
+    memo.remember(gold, ["a"], np.array([0.5]))
+    assert memo.recall(gold[[2, 0, 1]], ["a"]) == [0.5]
+    assert memo.recall(gold[::-1].copy(), ["a"]) == [0.5]
+    assert memo.recall(gold[[0, 0, 1]], ["a"]) == [None]  # a row twice, one missing
+    assert memo.recall(gold[:, ::-1].copy(), ["a"]) == [None]  # columns swapped: other rows
+    assert memo.recall(gold.reshape(2, 3), ["a"]) == [None]  # the same bytes, other rows
 
 
 class TableEmbedder:
@@ -126,3 +140,38 @@ def test_the_scope_stage_runs_before_the_topic_stage_which_takes_its_values() ->
     scope.process(batch)  # type: ignore[arg-type]
     topic.process(batch)  # type: ignore[arg-type]
     assert memo.hits == hits + 2  # both questions' novelty from the scope's products
+
+
+@pytest.mark.slow
+def test_the_sharing_holds_when_the_file_order_differs_from_the_canonical_one() -> None:
+    """The scope stage fits and matches on its rows in canonical order (trial 49, H1), the
+    topic model on the file's: with the demo's rows reversed the two gold matrices hold the
+    same rows in different orders, and the topic stage still takes the scope's nearest
+    similarities, and live quality still gets the scope stage's known-question index for
+    the set in either order."""
+    demo = load_gold_set(demo_path("gold.jsonl"))
+    rows = [q for q in demo if embedding_texts([q.question]) == [q.question]][::-1]
+    gold = GoldSet(tuple(rows))
+    analytics = build_analytics(AnalyticsConfig(), gold, load_corpus(demo_path("corpus.jsonl")))
+    scope = next(st for st in analytics.stages if isinstance(st, EmbeddingScopeStage))
+    topic = next(st for st in analytics.stages if isinstance(st, TopicStage))
+    assert [q.id for q in scope.known.index.gold] != [q.id for q in gold]  # type: ignore[union-attr]
+    scope_vectors = scope.detector.gold_vectors
+    topic_vectors = topic.model._reference
+    assert scope_vectors.shape == topic_vectors.shape
+    assert not np.array_equal(scope_vectors, topic_vectors)  # rows in another order ...
+    assert np.array_equal(np.unique(scope_vectors, axis=0), np.unique(topic_vectors, axis=0))
+    questions = ["is there a bus from the railway station to campus",
+                 "Can I bring my pet iguana to the convocation ceremony?"]  # fmt: skip
+    events = [types.SimpleNamespace(question=q, retrieval=None) for q in questions]
+    notes: list[dict[str, object]] = [{"refused": False, "language": "en"} for _ in questions]
+    batch = types.SimpleNamespace(events=events, annotations=notes)
+    memo = topic.model.embedder.nearest  # type: ignore[attr-defined]
+    hits = memo.hits
+    scope.process(batch)  # type: ignore[arg-type]
+    topic.process(batch)  # type: ignore[arg-type]
+    assert memo.hits == hits + 2  # ... and still one product
+    config = AnalyticsConfig()
+    for order in (rows, rows[::-1]):
+        index = known_index(analytics, GoldSet(tuple(order)), config.scope_known_threshold)
+        assert index is scope.known.index  # type: ignore[union-attr]

@@ -42,8 +42,14 @@ def _variation(rng: np.random.Generator) -> np.ndarray:
 
 def _news_and_banking() -> tuple[dict[str, np.ndarray], list[str], list[GoldQuestion]]:
     """8 news passages (NEWS + 2 × a variation), 12 answerable gold questions (a passage +
-    1.5 × a variation), 12 unanswerable in-domain ones (a passage + 1.5 × a variation + 2 ×
-    NULL), and 4 banking questions: 2 × NEWS + a dimension (17-20) nothing else uses."""
+    1.5 × a variation), 12 unanswerable in-domain ones (a passage + 2 × a variation + 2 ×
+    NULL), and 4 banking questions: 2 × NEWS + a dimension (17-20) nothing else uses.
+
+    The unanswerable rows' variation (2, not the answerable rows' 1.5) spreads their
+    held-out probabilities, so the calibrated threshold (the least answerable row's held-out
+    probability, averaged over the fold draws: the gold set is separated perfectly) falls
+    under what the regression gives the banking questions, as in the trial; with 1.5 it was
+    0.745 against their 0.673 (forty-ninth session), and the regression alone flagged them."""
     rng = np.random.default_rng(0)
     table: dict[str, np.ndarray] = {}
     passages, gold = [], []
@@ -55,7 +61,7 @@ def _news_and_banking() -> tuple[dict[str, np.ndarray], list[str], list[GoldQues
         gold.append(GoldQuestion(f"a{i}", f"answerable {i}", (f"p{i % 8}",)))
     for i in range(12):
         table[f"unanswerable {i}"] = _unit(
-            table[f"passage {(i + 3) % 8}"] + 1.5 * _variation(rng) + 2.0 * NULL
+            table[f"passage {(i + 3) % 8}"] + 2.0 * _variation(rng) + 2.0 * NULL
         )
         gold.append(GoldQuestion(f"u{i}", f"unanswerable {i}", ()))
     for i in range(4):
@@ -71,7 +77,8 @@ def test_a_question_far_from_everything_is_off_corpus_though_the_regression_says
     det = EmbeddingScope(TableEmbedder(table), gold, passages, n_boot=50)
     # The gold set is separated perfectly (cross-validated AUC 1): a "calibrated" detector.
     assert det.quality.auc == 1.0
-    # The bug: the fitted regression alone calls every banking question in scope.
+    # The bug: the fitted regression alone calls every banking question in scope, at the
+    # detector's own calibrated threshold (here 0.667 each against 0.627).
     features = det._features(det.embedder.embed(BANKING), None)
     raw = probability_in_scope(det.model, features[:, list(det.columns)])
     assert (raw >= det.calibration.threshold).all()
