@@ -356,7 +356,13 @@ def _shares(
     if left_out is not None and not left_out.get("unreliable"):
         parts.append(para(f"{excluded_text(left_out)}.", "muted"))
     novelty = novelty or {}
-    if novelty.get("uncalibrated"):
+    if novelty.get("uncalibrated") and dim.get("categories_are"):
+        # below its floor the detector labels nothing (trial 49 L4): say why it is quiet
+        on = (novelty.get("quality") or {}).get("measured_on")
+        parts.append(para(f"No question is labelled novel: the novelty detector is "
+                          f"uncalibrated ({novelty['uncalibrated']}"
+                          f"{f'; measured on {on}' if on else ''}).", "muted"))  # fmt: skip
+    elif novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"
         on = (novelty.get("quality") or {}).get("measured_on")
         parts.append(para(f"The novel share is UNCALIBRATED and not facts "

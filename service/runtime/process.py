@@ -824,6 +824,7 @@ class Runtime:
             language_quality,
             misjudged_of,
             misjudged_unanswerable_of,
+            novelty_labels,
             scope_references,
         )
 
@@ -837,7 +838,9 @@ class Runtime:
                 self.live.analytics, self.settings.analytics, gold
             )
             agreement = language_quality(gold, detector) if detector is not None else None
-            strata = gold_topic_strata(gold, model, detector) if model is not None else None
+            strata = (gold_topic_strata(gold, model, detector,
+                                        novelty_labels(model, self.settings.analytics))
+                      if model is not None else None)  # fmt: skip
             index = KnownQuestionIndex(
                 analysis_gold(gold),  # the rows' subjects (service.text.subject)
                 threshold=self.settings.shadow.known_threshold,
@@ -874,7 +877,15 @@ class Runtime:
                 analytics = self.live.analytics
                 if model is not None:  # a topic new since the start gets its own label
                     added = self.live.analytics_metrics.add_topic_labels(
-                        [*model.names, *([NOVEL] if model.novelty_on else [])]
+                        [
+                            *model.names,
+                            *(
+                                [NOVEL]
+                                if model.novelty_on
+                                and novelty_labels(model, self.settings.analytics)
+                                else []
+                            ),
+                        ]
                     )
                     analytics.topic_labels = (*analytics.topic_labels, *added)
                 self.live.analytics_metrics.set_gold_shares(counts)
