@@ -84,7 +84,8 @@ class AnalyticsMetrics:
     ============================================ ======= ===============================
     goldwatch_pii_scrubbed_total                 counter type
     goldwatch_questions_by_language_total        counter language (allow-list + other)
-    goldwatch_questions_by_topic_total           counter topic (model topics + novel); a
+    goldwatch_questions_by_topic_total           counter topic (model topics, + novel
+                                                         only while novelty is calibrated); a
                                                          question given no topic (no gold
                                                          row in its language) is in none;
                                                          one with no topic annotation (no
