@@ -451,7 +451,8 @@ GOLD_TOPIC_COUNTS = (
     "Gold n counts the gold set's questions the way live questions are counted, not by their "
     "topic labels: each row gets the topic the model assigns it (a labelled row: the model "
     "fitted without it, cross-validated; rows of small labels: the model's own prediction) and "
-    "is novel when far from the other gold rows. Both columns thus carry the same assignment "
+    "is novel when far from the other gold rows (only while the novelty detector is "
+    "calibrated, as live questions). Both columns thus carry the same assignment "
     "errors, and a drift alarm compares like with like."
 )
 
