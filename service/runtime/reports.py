@@ -730,7 +730,7 @@ def novelty_report(
     if off is None:
         uncalibrated = (qualities["novelty"]["uncalibrated"] if "novelty" in qualities
                         else analytics.uncalibrated("novelty"))  # fmt: skip
-    labelling = off is None and analytics.topics_nearest() is None
+    labelling = analytics.topics_nearest() is None  # (novelty off: no question is novel, 0)
     return {
         "novel": novel,
         "share": novel / total if total and labelling else None,
