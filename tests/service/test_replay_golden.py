@@ -881,10 +881,14 @@ live vs 5 % gold). The language alarms, refusal and terms alarms are unchanged. 
 production 1,444 (same ids, every reason count unchanged); demo 414 → 413 (one hi-Latn
 coverage_gap + low_confidence suggestion, "bimari ki wajah se attendance kam hai kya karu ji
 urgent", previously suggested topic ``novel``, is no longer exported; coverage_gap 213 →
-212, low_confidence 193 → 192). NOT understood: in ``serve`` the same question is still held
-in harvest's memory (count 1, low_confidence) but missing from the store's listing
-(``test_harvest_service.py::test_a_finished_input_lists_every_suggestion_as_it_ends`` fails,
-213 listed / 214 held): the topic change exposes a memory/store divergence in harvest.
+212, low_confidence 193 → 192). It is still held and stored (the state store holds 414
+records, as before): the export's ``distinct`` check drops it as a near-duplicate of "bimari
+ki wajah se attendence kam h kya karu" (c-e908c9b95bd67eef; trigram Jaccard 0.644 ≥ 0.6, the
+same question by ``may_merge``; the stage's LSH misses this pair, so the two were never
+merged, on main too). On main the two sat in the ``(novel, hi-Latn)`` stratum and the
+dropped one came after the first 200 chosen, where ``distinct`` no longer checks; under
+``(transport, hi-Latn)`` it is among them. ``serve`` lists 213 of its 214 held for the same
+reason (``test_harvest_service.py::test_a_finished_input_lists_every_suggestion_as_it_ends``).
 """
 
 from __future__ import annotations
