@@ -760,8 +760,17 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     ``{dimension or "dimension (category share)": reason}`` of what is suppressed."""
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     nearest = analytics.topics_nearest()
-    if topics is not None and "novelty" in analytics.detector_quality:
-        topics.novelty_calibrated = analytics.uncalibrated("novelty") is None
+    if topics is not None:
+        topics.novelty_calibrated = _labels_novel(analytics, topics)
+        drift = analytics.drift
+        known = drift.labellers.get("topic") if drift is not None else None
+        if drift is not None and known is not None:
+            # a flip of the labelling mode (the model unchanged) restarts the topic windows
+            mode = topic_labeller(topics.model, novelty=topics.novelty_calibrated)["topic"]
+            drift.set_labeller(
+                "topic", mode._replace(older_differs=known.older_differs),
+                _novelty_flip_why(analytics, topics.novelty_calibrated),
+            )  # fmt: skip
     topic_why = analytics.topic_uncalibrated()
     if topics is not None:  # no topic is a coverage gap in harvesting either way
         topics.calibrated = topic_why is None and nearest is None
@@ -974,7 +983,7 @@ def build_analytics(
         gold_topic_strata=topic_strata,
         labellers={
             **scope_labeller(scope_stage),
-            **topic_labeller(model, fitted=config.topics_model is None),
+            **topic_labeller(model, fitted=config.topics_model is None, novelty=novelty),
         },
     )
     stages.append(drift)
@@ -1153,20 +1162,59 @@ def scope_labeller(stage: ScopeStage | EmbeddingScopeStage | None) -> dict[str, 
     return {"out_of_scope": Labeller(stage.labeller_key(), scope_detector_name(stage) or "")}
 
 
-def topic_labeller(model: TopicModel | None, fitted: bool = True) -> dict[str, Labeller]:
+def topic_labeller(model: TopicModel | None, fitted: bool = True, novelty: bool = True
+                   ) -> dict[str, Labeller]:  # fmt: skip
     """``{"topic": labeller}`` of a topic model, what the drift stage's ``topic`` windows
     count under (:meth:`~service.drift.stage.DriftStage.set_labeller`): its
     :meth:`~service.topics.model.TopicModel.assignment_key` and, as its name, its kind and
     number of topics (``"unsupervised, 6 topics"``); ``{}`` without a model. An
     unsupervised model ``fitted`` at start (not a saved ``topics_model``) says
     :attr:`~service.drift.stage.Labeller.older_differs`: windows kept by a version before
-    content ids counted under other topics (docs/topics.md "Topic ids")."""
+    content ids counted under other topics (docs/topics.md "Topic ids").
+
+    ``novelty`` False: the novelty detector labels nothing (:func:`novelty_labels`: below
+    its quality floor), every question is counted under its nearest topic; the key then
+    ends in :data:`NEAREST_KEY` and the name says so. Counts of the two modes are not
+    comparable (a state written while ``novel`` was counted, resumed under nearest topics,
+    saw the ``novel`` share fall to 0 and alarmed on unchanged traffic: review of s49-novel,
+    event 1,311 of the demo), so an upgrade of such a state and a flip of the detector's
+    calibration restart the topic windows. The labelling mode of a calibrated detector
+    (and of a model whose novelty is off or unmeasured) keeps the bare key: it labels as
+    every earlier version did, so its windows are kept."""
     if model is None:
         return {}
     kind = "supervised" if model.supervised else "unsupervised"
     name = f"{kind}, {len(model.names)} topics"
-    return {"topic": Labeller(model.assignment_key(), name,
-                              older_differs=fitted and not model.supervised)}  # fmt: skip
+    key = model.assignment_key()
+    if not novelty:
+        key, name = key + NEAREST_KEY, f"{name}, nearest topics (novelty uncalibrated)"
+    return {"topic": Labeller(key, name, older_differs=fitted and not model.supervised)}
+
+
+#: What ends the topic labeller's key while the novelty detector labels nothing
+#: (:func:`topic_labeller`).
+NEAREST_KEY = "/nearest"
+
+
+def _labels_novel(analytics: Analytics, stage: TopicStage) -> bool:
+    """Whether the topic stage is to label questions ``novel`` (its
+    :attr:`~service.topics.stage.TopicStage.novelty_calibrated`): the novelty detector's
+    measured quality reaches its floors (:meth:`Analytics.uncalibrated`, the rule of
+    :func:`novelty_labels`); without a measurement the stage's flag as it stands."""
+    if "novelty" in analytics.detector_quality:
+        return analytics.uncalibrated("novelty") is None
+    return stage.novelty_calibrated
+
+
+def _novelty_flip_why(analytics: Analytics, novelty: bool) -> str:
+    """Why the topic windows restart when the novelty detector's calibration flips."""
+    if novelty:
+        return ("the novelty detector is calibrated now: questions far from the gold set are "
+                "labelled novel again instead of under their nearest topic; counts made "
+                "under the two are not comparable")  # fmt: skip
+    return (f"the novelty detector is uncalibrated now ({analytics.uncalibrated('novelty')}): "
+            "it labels no question novel, each is counted under its nearest topic; counts "
+            "made under the two are not comparable")  # fmt: skip
 
 
 def last_counted_under(totals: AnnotationTotals) -> str | None:
@@ -1376,10 +1424,21 @@ def apply_gold_references(
             stage.cache.clear()
         if isinstance(stage, TopicStage) and "language" in counts:
             stage.gold_languages = gold_language_keys(counts["language"])
+    if model is not None and model.novelty_quality is not None:  # (its labelling mode below)
+        analytics.detector_quality["novelty"] = model.novelty_quality
     if analytics.drift is not None:
         if model is not None:  # counts under two topic models are not comparable
-            for dim, labeller in topic_labeller(model).items():
-                why = f"the topic model changed ({len(model.names)} topics): the gold set changed"
+            topics = next((s for s in analytics.stages if isinstance(s, TopicStage)), None)
+            novelty = topics is None or _labels_novel(analytics, topics)
+            for dim, labeller in topic_labeller(model, novelty=novelty).items():
+                known = analytics.drift.labellers.get(dim)
+                if known is not None and known.key.removesuffix(NEAREST_KEY) == (
+                    labeller.key.removesuffix(NEAREST_KEY)
+                ):  # the same topics: only the novelty verdict's mode may have flipped
+                    why = _novelty_flip_why(analytics, novelty)
+                else:
+                    why = (f"the topic model changed ({len(model.names)} topics): the gold "
+                           "set changed")  # fmt: skip
                 analytics.drift.set_labeller(dim, labeller, why)
         analytics.drift.set_gold_counts(counts)
         if topic_strata is not None or model is not None:
@@ -1389,6 +1448,4 @@ def apply_gold_references(
         analytics.topic_model_version = model.version
         analytics.topic_descriptions = model.labels()
         analytics.topic_quality = model.topic_agreement
-        if model.novelty_quality is not None:
-            analytics.detector_quality["novelty"] = model.novelty_quality
         apply_quality_floor(analytics)  # the refitted model's novelty and language bias
