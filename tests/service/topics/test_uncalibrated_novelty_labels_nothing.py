@@ -135,6 +135,7 @@ def test_no_novel_label_is_exported_while_novelty_is_uncalibrated(tmp_path: Path
         analytics = {} if floor is None else {"scope_min_balanced_accuracy": floor}
         settings = load_settings(gold_set=folder / "gold.jsonl", corpus=folder / "corpus.jsonl",
                                  source={"kind": "file", "path": events},
+                                 state={"path": folder / "state.sqlite"},
                                  analytics=analytics)  # fmt: skip
         runtime = Runtime(settings, registry=CollectorRegistry())
         try:
