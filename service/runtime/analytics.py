@@ -741,7 +741,8 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
     resume those at or above it): the whole ``out_of_scope`` dimension; a novelty detector
     below it labels nothing (the topic stage writes each question's nearest topic, never
-    ``novel``: :func:`novelty_labels`), and the topic
+    ``novel``: :func:`novelty_labels`; when that mode flips, the ``topic`` windows start
+    afresh, its labeller's key carrying the mode: :func:`topic_labeller`), and the topic
     shares are nearest gold topics (:meth:`Analytics.topics_nearest`): the ``topic``
     coverage gaps are left out with that reason (``DriftStage.withhold_gaps``; its alarms
     stand) and the topic stage marks its topics uncalibrated, so harvesting finds no topic
