@@ -64,9 +64,9 @@ def _traffic() -> list[Panel | list[Panel]]:
                 "Question topics (share of the last hour)",
                 "Share of each topic among the last hour's questions given a topic, all "
                 "replicas (goldwatch:topic_share:ratio_rate1h). 'novel' counts questions far "
-                "from every gold question: traffic the gold set does not cover; it is left out "
-                "(no series, the other shares of the questions given a topic) while the novelty "
-                "detector is untrusted (panel Detectors trusted), and the other topics are "
+                "from every gold question: traffic the gold set does not cover; no question is "
+                "labelled novel (no series) while the novelty "
+                "detector is untrusted (panel Detectors trusted), and the topics are "
                 "then each question's NEAREST gold topic, questions on topics the gold set "
                 "lacks included: not facts, no topic CoverageGap (a change of the shares is "
                 "still a change of the traffic). A growing "

@@ -356,7 +356,13 @@ def _shares(
     if left_out is not None and not left_out.get("unreliable"):
         parts.append(para(f"{excluded_text(left_out)}.", "muted"))
     novelty = novelty or {}
-    if novelty.get("uncalibrated"):
+    if novelty.get("uncalibrated") and dim.get("categories_are"):
+        # below its floor the detector labels nothing (trial 49 L4): say why it is quiet
+        on = (novelty.get("quality") or {}).get("measured_on")
+        parts.append(para(f"No question is labelled novel: the novelty detector is "
+                          f"uncalibrated ({novelty['uncalibrated']}"
+                          f"{f'; measured on {on}' if on else ''}).", "muted"))  # fmt: skip
+    elif novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"
         on = (novelty.get("quality") or {}).get("measured_on")
         parts.append(para(f"The novel share is UNCALIBRATED and not facts "
@@ -445,7 +451,8 @@ GOLD_TOPIC_COUNTS = (
     "Gold n counts the gold set's questions the way live questions are counted, not by their "
     "topic labels: each row gets the topic the model assigns it (a labelled row: the model "
     "fitted without it, cross-validated; rows of small labels: the model's own prediction) and "
-    "is novel when far from the other gold rows. Both columns thus carry the same assignment "
+    "is novel when far from the other gold rows (only while the novelty detector is "
+    "calibrated, as live questions). Both columns thus carry the same assignment "
     "errors, and a drift alarm compares like with like."
 )
 

@@ -539,6 +539,8 @@ def render_text(doc: ReplayReport) -> str:
         topics += f"; {len(ranked) - len(listed)} more in the JSON report"
     if novelty.get("off") and not set(analytics["topics"]) <= {"und"}:
         topics += f"; {novelty['off']}"
+    elif nearest and kappa_why and novelty.get("uncalibrated"):  # (else the nearest line says)
+        topics += f"; no question is labelled novel: {novelty['uncalibrated']}"
     refusals = analytics["refusals"]
     topics_off = not names and set(analytics["topics"]) <= {"und"}
     if topics_off:  # no model: nothing to fit on

@@ -225,10 +225,11 @@ class Analytics:
     def topics_nearest(self) -> str | None:
         """What the topic shares are while the novelty detector is uncalibrated
         (:meth:`uncalibrated` of ``"novelty"``: :data:`NEAREST_TOPICS` with its reason), or
-        ``None`` (novelty calibrated, off, or not measured: a model without 2 topics). A
-        question on a topic the gold set lacks is then ``novel`` only as often as the
-        detector's TPR at its threshold; the rest are counted under their nearest gold topic
-        (t40: 63 % of pure off-topic questions under a Wikipedia article), so no topic share
+        ``None`` (novelty calibrated, off, or not measured: a model without 2 topics). An
+        uncalibrated detector labels no question ``novel`` (:func:`novelty_labels`; trial 49
+        L4: its 5 % ``novel`` share stood on every surface); a question on a topic the gold
+        set lacks is counted under its nearest gold topic (t40: 63 % of pure off-topic
+        questions under a Wikipedia article even while novel was applied), so no topic share
         is that topic's, and no topic coverage gap is exported, alerted on or given to a
         suggestion (the ``topic`` drift alarms stand, naming nearest topics)."""
         if self.novelty_off is not None or "novelty" not in self.detector_quality:
@@ -267,8 +268,8 @@ class Analytics:
 #: What the topic shares are while novelty is uncalibrated (:meth:`Analytics.topics_nearest`).
 NEAREST_TOPICS = (
     "each question's nearest gold topic, questions on topics outside the gold set included "
-    "(the novelty detector that would read those as novel is uncalibrated: {why}); no topic "
-    "coverage gap is a fact"
+    "(the novelty detector labels no question novel while it is uncalibrated: {why}); no "
+    "topic coverage gap is a fact"
 )
 
 
@@ -474,22 +475,42 @@ def language_quality(gold: GoldSet, detector: LanguageDetector) -> dict[str, Any
     return language_agreement([q.language for q in rows], detected).to_json()
 
 
-def _topic_counts(gold: GoldSet, model: TopicModel) -> dict[str, int]:
-    """Like-for-like: the gold rows through live traffic's assignment (cross-validated)."""
+def novelty_labels(model: TopicModel, config: AnalyticsConfig) -> bool:
+    """Whether ``model``'s novelty verdict labels questions ``novel``: its novelty quality
+    (:attr:`~service.topics.model.TopicModel.novelty_quality`) reaches the floors
+    :meth:`Analytics.uncalibrated` holds it to (``analytics.quality_floor``,
+    ``quality_min_class``, the balanced accuracy at its threshold), or it has no measurement
+    (fewer than 2 topics, novelty off: nothing to gate, as :meth:`Analytics.topics_nearest`).
+    False: the live topics (:class:`~service.topics.stage.TopicStage`) and the gold counts
+    (:func:`_topic_counts`) are nearest gold topics, with no ``novel`` category."""
+    quality = model.novelty_quality
+    return quality is None or quality.trusted(
+        config.quality_floor,
+        balanced_accuracy_floor("novelty", config.scope_min_balanced_accuracy),
+        config.quality_min_class,
+    )
+
+
+def _topic_counts(gold: GoldSet, model: TopicModel, novelty: bool = True) -> dict[str, int]:
+    """Like-for-like: the gold rows through live traffic's assignment (cross-validated;
+    ``novelty`` False: no row is ``novel``, as no live question then is —
+    :func:`novelty_labels`)."""
     rows = list(analysis_gold(gold))
-    return model.gold_counts([q.question for q in rows], [q.topic for q in rows])
+    return model.gold_counts([q.question for q in rows], [q.topic for q in rows], novelty)
 
 
-def gold_topic_strata(gold: GoldSet, model: TopicModel, detector: LanguageDetector | None
-                      ) -> dict[str, dict[str, int]]:  # fmt: skip
+def gold_topic_strata(gold: GoldSet, model: TopicModel, detector: LanguageDetector | None,
+                      novelty: bool = True) -> dict[str, dict[str, int]]:  # fmt: skip
     """``{language: {topic: rows}}``: the gold rows' topics as :func:`_topic_counts` assigns
-    them, by each row's language as the language dimension's reference counts it
+    them (``novelty`` as there), by each row's language as the language dimension's
+    reference counts it
     (:func:`_language_counts`: its ``language`` field, else the detector's; ``und`` with no
     language stage): the strata of the topic comparison with the gold set
     (:meth:`~service.drift.stage.DriftStage.set_topic_strata`). CPU: an embedding of the
     gold rows, as :func:`_topic_counts`."""
     rows = list(analysis_gold(gold))
-    topics = model.gold_assignments([q.question for q in rows], [q.topic for q in rows])
+    topics = model.gold_assignments([q.question for q in rows], [q.topic for q in rows],
+                                    novelty)  # fmt: skip
     originals = list(gold)
     missing = [q.question for q in originals if not q.language]
     detected = iter(detector.detect_many(missing) if detector is not None else
@@ -526,10 +547,11 @@ def _known_window_config(drift: DriftSettings) -> WindowConfig:
 
 
 #: Which drift dimension (and category; ``None``: all of it) each quality-reporting detector
-#: feeds: suppressed while the detector is below the floor.
+#: feeds: suppressed while the detector is below the floor. (Not novelty: below its floor it
+#: labels nothing, so there is no ``novel`` category to suppress — the topic shares are
+#: nearest gold topics, :meth:`Analytics.topics_nearest`; trial 49 L4.)
 DETECTOR_DIMENSIONS: dict[str, tuple[str, str | None]] = {
     "out_of_scope": ("out_of_scope", None),
-    "novelty": ("topic", NOVEL),
 }
 
 
@@ -739,9 +761,10 @@ TOPIC_BY_LANGUAGE = ("a topic change cannot be told from a language change while
 
 def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     """Suppress the drift alarms of every detector below ``analytics.quality_floor`` (and
-    resume those at or above it): the whole ``out_of_scope`` dimension, or a rise of the
-    ``novel`` share alone in ``topic``; the topic stage marks its ``novel`` verdicts
-    uncalibrated likewise (harvesting then does not suggest them as "novel"), and the topic
+    resume those at or above it): the whole ``out_of_scope`` dimension; a novelty detector
+    below it labels nothing (the topic stage writes each question's nearest topic, never
+    ``novel``: :func:`novelty_labels`; when that mode flips, the ``topic`` windows start
+    afresh, its labeller's key carrying the mode: :func:`topic_labeller`), and the topic
     shares are nearest gold topics (:meth:`Analytics.topics_nearest`): the ``topic``
     coverage gaps are left out with that reason (``DriftStage.withhold_gaps``; its alarms
     stand) and the topic stage marks its topics uncalibrated, so harvesting finds no topic
@@ -760,8 +783,17 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     ``{dimension or "dimension (category share)": reason}`` of what is suppressed."""
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     nearest = analytics.topics_nearest()
-    if topics is not None and "novelty" in analytics.detector_quality:
-        topics.novelty_calibrated = analytics.uncalibrated("novelty") is None
+    if topics is not None:
+        topics.novelty_calibrated = _labels_novel(analytics, topics)
+        drift = analytics.drift
+        known = drift.labellers.get("topic") if drift is not None else None
+        if drift is not None and known is not None:
+            # a flip of the labelling mode (the model unchanged) restarts the topic windows
+            mode = topic_labeller(topics.model, novelty=topics.novelty_calibrated)["topic"]
+            drift.set_labeller(
+                "topic", mode._replace(older_differs=known.older_differs),
+                _novelty_flip_why(analytics, topics.novelty_calibrated),
+            )  # fmt: skip
     topic_why = analytics.topic_uncalibrated()
     if topics is not None:  # no topic is a coverage gap in harvesting either way
         topics.calibrated = topic_why is None and nearest is None
@@ -937,17 +969,26 @@ def build_analytics(
     if model is not None:  # else no topics: nothing of the user's to fit them on
         # a question in a language no gold row is written in gets no topic (TopicStage)
         judged = gold_language_keys(language_counts) if len(gold) else None
-        stages.append(TopicStage(model, config.question_cache_size, judged))
+        topic_stage = TopicStage(model, config.question_cache_size, judged)
+        topic_stage.novelty_calibrated = novelty_labels(model, config)
+        stages.append(topic_stage)
+    # an uncalibrated novelty detector labels nothing: no novel gold row, live question or label
+    novelty = model is not None and novelty_labels(model, config)
     gold_counts: dict[str, dict[str, int]] = {}
     topic_strata: dict[str, dict[str, int]] | None = None
     if len(gold):  # no gold set: no reference comparisons, the baseline only
         topic_counts: dict[str, int] = {}
         if model is not None:
             topic_inputs = [model.version, [(q.question, q.topic) for q in analysis_gold(gold)]]
-            topic_counts = memo("topic-counts", topic_inputs, lambda: _topic_counts(gold, model))
+            if not novelty:  # (the inputs, and so the cache keys, of a calibrated one as before)
+                topic_inputs.append("no novelty")
+            topic_counts = memo("topic-counts", topic_inputs,
+                                lambda: _topic_counts(gold, model, novelty))  # fmt: skip
             strata_inputs = [*topic_inputs, [q.language for q in gold], detector.config]
-            topic_strata = memo("topic-strata", strata_inputs,
-                                lambda: gold_topic_strata(gold, model, detector))  # fmt: skip
+            topic_strata = memo(
+                "topic-strata", strata_inputs,
+                lambda: gold_topic_strata(gold, model, detector, novelty),
+            )  # fmt: skip
         gold_counts = {"language": language_counts, "topic": topic_counts}
     drift = DriftStage(
         gold_counts,
@@ -965,7 +1006,7 @@ def build_analytics(
         gold_topic_strata=topic_strata,
         labellers={
             **scope_labeller(scope_stage),
-            **topic_labeller(model, fitted=config.topics_model is None),
+            **topic_labeller(model, fitted=config.topics_model is None, novelty=novelty),
         },
     )
     stages.append(drift)
@@ -981,7 +1022,11 @@ def build_analytics(
         totals=totals,
         language_labeler=labeler,
         topic_labels=(
-            () if model is None else (*model.names, NOVEL) if model.novelty_on else model.names
+            ()
+            if model is None
+            else (*model.names, NOVEL)
+            if model.novelty_on and novelty
+            else model.names
         ),
         novelty_off=_novelty_off(model, len(gold) > 0),
         scope_off=scope_off(config, gold, corpus) if scope_stage is None else None,
@@ -1059,7 +1104,7 @@ def gold_references(
                 previous=topics.model,
             )
         )
-        counts["topic"] = _topic_counts(gold, model)
+        counts["topic"] = _topic_counts(gold, model, novelty_labels(model, config))
     return model, counts, detector
 
 
@@ -1140,20 +1185,59 @@ def scope_labeller(stage: ScopeStage | EmbeddingScopeStage | None) -> dict[str, 
     return {"out_of_scope": Labeller(stage.labeller_key(), scope_detector_name(stage) or "")}
 
 
-def topic_labeller(model: TopicModel | None, fitted: bool = True) -> dict[str, Labeller]:
+def topic_labeller(model: TopicModel | None, fitted: bool = True, novelty: bool = True
+                   ) -> dict[str, Labeller]:  # fmt: skip
     """``{"topic": labeller}`` of a topic model, what the drift stage's ``topic`` windows
     count under (:meth:`~service.drift.stage.DriftStage.set_labeller`): its
     :meth:`~service.topics.model.TopicModel.assignment_key` and, as its name, its kind and
     number of topics (``"unsupervised, 6 topics"``); ``{}`` without a model. An
     unsupervised model ``fitted`` at start (not a saved ``topics_model``) says
     :attr:`~service.drift.stage.Labeller.older_differs`: windows kept by a version before
-    content ids counted under other topics (docs/topics.md "Topic ids")."""
+    content ids counted under other topics (docs/topics.md "Topic ids").
+
+    ``novelty`` False: the novelty detector labels nothing (:func:`novelty_labels`: below
+    its quality floor), every question is counted under its nearest topic; the key then
+    ends in :data:`NEAREST_KEY` and the name says so. Counts of the two modes are not
+    comparable (a state written while ``novel`` was counted, resumed under nearest topics,
+    saw the ``novel`` share fall to 0 and alarmed on unchanged traffic: review of s49-novel,
+    event 1,311 of the demo), so an upgrade of such a state and a flip of the detector's
+    calibration restart the topic windows. The labelling mode of a calibrated detector
+    (and of a model whose novelty is off or unmeasured) keeps the bare key: it labels as
+    every earlier version did, so its windows are kept."""
     if model is None:
         return {}
     kind = "supervised" if model.supervised else "unsupervised"
     name = f"{kind}, {len(model.names)} topics"
-    return {"topic": Labeller(model.assignment_key(), name,
-                              older_differs=fitted and not model.supervised)}  # fmt: skip
+    key = model.assignment_key()
+    if not novelty:
+        key, name = key + NEAREST_KEY, f"{name}, nearest topics (novelty uncalibrated)"
+    return {"topic": Labeller(key, name, older_differs=fitted and not model.supervised)}
+
+
+#: What ends the topic labeller's key while the novelty detector labels nothing
+#: (:func:`topic_labeller`).
+NEAREST_KEY = "/nearest"
+
+
+def _labels_novel(analytics: Analytics, stage: TopicStage) -> bool:
+    """Whether the topic stage is to label questions ``novel`` (its
+    :attr:`~service.topics.stage.TopicStage.novelty_calibrated`): the novelty detector's
+    measured quality reaches its floors (:meth:`Analytics.uncalibrated`, the rule of
+    :func:`novelty_labels`); without a measurement the stage's flag as it stands."""
+    if "novelty" in analytics.detector_quality:
+        return analytics.uncalibrated("novelty") is None
+    return stage.novelty_calibrated
+
+
+def _novelty_flip_why(analytics: Analytics, novelty: bool) -> str:
+    """Why the topic windows restart when the novelty detector's calibration flips."""
+    if novelty:
+        return ("the novelty detector is calibrated now: questions far from the gold set are "
+                "labelled novel again instead of under their nearest topic; counts made "
+                "under the two are not comparable")  # fmt: skip
+    return (f"the novelty detector is uncalibrated now ({analytics.uncalibrated('novelty')}): "
+            "it labels no question novel, each is counted under its nearest topic; counts "
+            "made under the two are not comparable")  # fmt: skip
 
 
 def last_counted_under(totals: AnnotationTotals) -> str | None:
@@ -1363,10 +1447,21 @@ def apply_gold_references(
             stage.cache.clear()
         if isinstance(stage, TopicStage) and "language" in counts:
             stage.gold_languages = gold_language_keys(counts["language"])
+    if model is not None and model.novelty_quality is not None:  # (its labelling mode below)
+        analytics.detector_quality["novelty"] = model.novelty_quality
     if analytics.drift is not None:
         if model is not None:  # counts under two topic models are not comparable
-            for dim, labeller in topic_labeller(model).items():
-                why = f"the topic model changed ({len(model.names)} topics): the gold set changed"
+            topics = next((s for s in analytics.stages if isinstance(s, TopicStage)), None)
+            novelty = topics is None or _labels_novel(analytics, topics)
+            for dim, labeller in topic_labeller(model, novelty=novelty).items():
+                known = analytics.drift.labellers.get(dim)
+                if known is not None and known.key.removesuffix(NEAREST_KEY) == (
+                    labeller.key.removesuffix(NEAREST_KEY)
+                ):  # the same topics: only the novelty verdict's mode may have flipped
+                    why = _novelty_flip_why(analytics, novelty)
+                else:
+                    why = (f"the topic model changed ({len(model.names)} topics): the gold "
+                           "set changed")  # fmt: skip
                 analytics.drift.set_labeller(dim, labeller, why)
         analytics.drift.set_gold_counts(counts)
         if topic_strata is not None or model is not None:
@@ -1376,6 +1471,4 @@ def apply_gold_references(
         analytics.topic_model_version = model.version
         analytics.topic_descriptions = model.labels()
         analytics.topic_quality = model.topic_agreement
-        if model.novelty_quality is not None:
-            analytics.detector_quality["novelty"] = model.novelty_quality
         apply_quality_floor(analytics)  # the refitted model's novelty and language bias

@@ -824,6 +824,7 @@ class Runtime:
             misjudged_of,
             misjudged_unanswerable_of,
             scope_gold,
+            novelty_labels,
             scope_references,
         )
 
@@ -837,7 +838,9 @@ class Runtime:
                 self.live.analytics, self.settings.analytics, gold
             )
             agreement = language_quality(gold, detector) if detector is not None else None
-            strata = gold_topic_strata(gold, model, detector) if model is not None else None
+            strata = (gold_topic_strata(gold, model, detector,
+                                        novelty_labels(model, self.settings.analytics))
+                      if model is not None else None)  # fmt: skip
             index = KnownQuestionIndex(
                 # the rows' subjects (service.text.subject) in the scope stage's canonical
                 # order, as at the start (live.known_index): the same ties after a refresh
@@ -875,10 +878,15 @@ class Runtime:
             if self.live.analytics_metrics is not None:
                 analytics = self.live.analytics
                 if model is not None:  # a topic new since the start gets its own label
-                    added = self.live.analytics_metrics.add_topic_labels(
-                        [*model.names, *([NOVEL] if model.novelty_on else [])]
-                    )
+                    metrics = self.live.analytics_metrics
+                    novel = model.novelty_on and novelty_labels(model, self.settings.analytics)
+                    added = metrics.add_topic_labels([*model.names, *([NOVEL] if novel else [])])
                     analytics.topic_labels = (*analytics.topic_labels, *added)
+                    # no question is novel now (uncalibrated): no novel series stands flat
+                    if not novel and metrics.remove_topic_label(NOVEL):
+                        analytics.topic_labels = tuple(
+                            t for t in analytics.topic_labels if t != NOVEL
+                        )
                 self.live.analytics_metrics.set_gold_shares(counts)
                 self.live.analytics_metrics.set_detector_quality(
                     {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},

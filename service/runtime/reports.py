@@ -720,7 +720,9 @@ def novelty_report(
     """The ``novel`` topic share with what it is worth: ``{"novel": n, "share": n / all
     topic-annotated events or None, "quality": the novelty detector's
     :func:`detector_quality_report` entry or None, "uncalibrated": why the share is not a
-    fact or None, "off": why novelty is off or None}``."""
+    fact or None, "off": why novelty is off or None}``. A detector below its quality floor
+    labels nothing (:func:`~service.runtime.analytics.novelty_labels`): its ``share`` is
+    ``None``, not 0 — no share was measured (trial 49 L4)."""
     total = sum(topics.values())
     novel = int(topics.get(NOVEL, 0))
     off = analytics.novelty_off
@@ -728,9 +730,10 @@ def novelty_report(
     if off is None:
         uncalibrated = (qualities["novelty"]["uncalibrated"] if "novelty" in qualities
                         else analytics.uncalibrated("novelty"))  # fmt: skip
+    labelling = analytics.topics_nearest() is None  # (novelty off: no question is novel, 0)
     return {
         "novel": novel,
-        "share": novel / total if total else None,
+        "share": novel / total if total and labelling else None,
         "quality": qualities.get("novelty"),
         "uncalibrated": uncalibrated,
         "off": off,

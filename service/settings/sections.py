@@ -533,9 +533,9 @@ class AnalyticsConfig(_Frozen):
         quality_floor: smallest ROC AUC (in [0.5, 1]) a detector must show on its calibration
             data (out-of-scope, novelty) for its counts to be reported as calibrated and its
             drift dimension to raise alarms; below it the counts are labelled uncalibrated
-            and its alarms are suppressed, with the reason (novelty: a rise of the ``novel``
-            share alone raises none, and the topic shares read as nearest gold topics:
-            ``scope_min_balanced_accuracy``).
+            and its alarms are suppressed, with the reason (novelty: it labels no question
+            ``novel`` — live, gold or on the metric — and the topic shares read as nearest
+            gold topics: ``scope_min_balanced_accuracy``).
         quality_min_class: smallest class a detector's quality must be measured on (≥ 2)
             for it to count as calibrated: the out-of-scope detector's unanswerable (its
             ``kind: off-topic`` ones when the gold set has at least this many, and at least

@@ -84,7 +84,8 @@ class AnalyticsMetrics:
     ============================================ ======= ===============================
     goldwatch_pii_scrubbed_total                 counter type
     goldwatch_questions_by_language_total        counter language (allow-list + other)
-    goldwatch_questions_by_topic_total           counter topic (model topics + novel); a
+    goldwatch_questions_by_topic_total           counter topic (model topics, + novel
+                                                         only while novelty is calibrated); a
                                                          question given no topic (no gold
                                                          row in its language) is in none;
                                                          one with no topic annotation (no
@@ -473,6 +474,29 @@ class AnalyticsMetrics:
             for topic in added:
                 self.questions_by_topic.labels(topic=topic)
         return added
+
+    def remove_topic_label(self, topic: str) -> bool:
+        """Take ``topic`` off the topic label (the refreshed label set no longer has it: the
+        ``novel`` label once the novelty detector labels nothing, a gold-set refresh having
+        left it uncalibrated) and remove its series, ``questions_by_topic`` and the topic
+        ``gold_share``: the counter of a category no question can be counted under any more
+        would stand flat with its old total and read as a measured 0 % share (review of
+        s49-novel), as :meth:`set_gold_shares` removes a category a dimension no longer
+        counts. A label added again later (:meth:`add_topic_labels`, the detector calibrated
+        again) starts its counter at 0. Returns whether ``topic`` was a label."""
+        if topic not in self.topic_labels:
+            return False
+        labels = tuple(t for t in self.topic_labels if t != topic)
+        start = tuple(t for t in self.topic_labels_at_start if t != topic)
+        object.__setattr__(self, "topic_labels", labels)
+        object.__setattr__(self, "topic_labels_at_start", start)
+        for series, names in ((self.questions_by_topic, (topic,)),
+                              (self.gold_share, ("topic", topic))):  # fmt: skip
+            try:
+                series.remove(*names)
+            except KeyError:  # never set: nothing to remove
+                pass
+        return True
 
     def _added_topics(self) -> int:
         """Topic labels added since the start (:meth:`add_topic_labels`)."""

@@ -47,9 +47,9 @@ def finite(value: Any) -> float:
 
 
 #: Said in the help of every metric counted per topic: while the novelty detector is
-#: untrusted, a question's topic is its nearest gold topic (docs/topics.md).
+#: untrusted, a question's topic is its nearest gold topic, never ``novel`` (docs/topics.md).
 NEAREST_HELP = ("While the novelty detector is untrusted (goldwatch_detector_trusted"
-                "{detector=\"novelty\"} 0), a question on a topic the gold set lacks is novel "
-                "only as often as the detector's TPR and is otherwise counted under its NEAREST "
-                "gold topic: the topics are then each question's nearest gold topic, not "
+                "{detector=\"novelty\"} 0), no question is labelled novel (there is no novel "
+                "series): a question on a topic the gold set lacks is counted under its NEAREST "
+                "gold topic, so the topics are then each question's nearest gold topic, not "
                 "facts.")  # fmt: skip

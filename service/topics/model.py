@@ -677,13 +677,14 @@ class TopicModel:
         """Assign one text (prefer :meth:`assign_many`: far cheaper per question)."""
         return self.assign_many([text])[0]
 
-    def gold_counts(self, texts: Sequence[str], labels: Sequence[str | None] | None = None
-                    ) -> dict[str, int]:  # fmt: skip
+    def gold_counts(self, texts: Sequence[str], labels: Sequence[str | None] | None = None,
+                    novelty: bool = True) -> dict[str, int]:  # fmt: skip
         """``{topic name or "novel": rows}``: the counts of :meth:`gold_assignments`."""
-        return dict(Counter(self.gold_assignments(texts, labels)))
+        return dict(Counter(self.gold_assignments(texts, labels, novelty)))
 
     def gold_assignments(self, texts: Sequence[str],
-                         labels: Sequence[str | None] | None = None) -> list[str]:  # fmt: skip
+                         labels: Sequence[str | None] | None = None,
+                         novelty: bool = True) -> list[str]:  # fmt: skip
         """The gold set's topics, one per row, through the same assignment as live traffic.
 
         * Supervised: each row labelled by one of this model's topics gets the
@@ -699,7 +700,10 @@ class TopicModel:
           model (for the unsupervised fit, the training assignment).
         * A row is :data:`NOVEL` when its leave-one-out novelty similarity (against the other
           gold rows) is below :attr:`threshold` — the calibration that gives live traffic of
-          the gold set's own topics about ``novelty_percentile`` % novel questions.
+          the gold set's own topics about ``novelty_percentile`` % novel questions — only
+          with ``novelty`` (False: the novelty verdict labels nothing, as live traffic is
+          labelled while the detector is uncalibrated, :class:`~service.topics.stage.TopicStage`;
+          every row is its topic).
 
         Returns each row's topic name or ``"novel"`` (``len(texts)`` of them), in order.
         """
@@ -723,11 +727,13 @@ class TopicModel:
                 small = np.bincount(known, minlength=len(index))[known] < self._min_class
                 held_out[small] = predicted[rows][small]
                 predicted[rows] = held_out
+        names = self.names
+        if not novelty:
+            return [names[k] for k in predicted.tolist()]
         if self._centre is not None:
             vectors = _centred(vectors, self._centre)
         penalty = _hubness_penalty(vectors, self.novelty_hubness) if self.novelty_hubness else None
         loo = _leave_one_out_similarity(vectors, self.novelty_neighbours, penalty=penalty)
-        names = self.names
         return [
             NOVEL if s < self.threshold else names[k]
             for k, s in zip(predicted.tolist(), loo.tolist(), strict=True)

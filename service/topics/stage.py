@@ -23,9 +23,12 @@ _SEP = "\x1f"
 class TopicStage(StatelessStage):
     """Pipeline stage writing ``annotations[i]["topic"]`` (a name or ``"novel"``) and
     ``annotations[i]["topic_similarity"]`` (float), one :meth:`TopicModel.assign_many` per batch.
-    A ``novel`` question also gets ``annotations[i]["novelty_calibrated"]``: whether the
-    novelty detector reaches the quality floor (:attr:`novelty_calibrated`, set by the
-    analytics), so harvesting suggests "novel" only on a calibrated verdict. While the topic
+    A question is ``novel`` only while the novelty detector reaches its quality floor
+    (:attr:`novelty_calibrated`, set by the analytics); below it the detector labels nothing:
+    every question gets its nearest gold topic
+    (:attr:`~service.topics.model.TopicAssignment.nearest`; trial 49 L4: an uncalibrated
+    detector's ``novel`` share, 5 %, stood in the shares, the metric and the status page while
+    the reports said the shares were nearest topics). While the topic
     assignment itself is below its floor (:attr:`calibrated` False, set by the analytics:
     :func:`~service.topics.quality.kappa_uncalibrated`), or while novelty is uncalibrated
     (the topics are then nearest gold topics:
@@ -62,6 +65,8 @@ class TopicStage(StatelessStage):
         judged, e.g. topics fitted on the corpus without a gold set)."""
         self.model = model
         self.cache: BatchCache[TopicAssignment] = BatchCache(cache_size)
+        #: False while the novelty detector is below its quality floor (set by the
+        #: analytics): no question is then ``novel``
         self.novelty_calibrated = True
         #: False while the supervised model's held-out kappa is below
         #: ``analytics.topics.min_kappa`` (set by the analytics)
@@ -119,12 +124,11 @@ class TopicStage(StatelessStage):
             assignments = self.cache.get_many(keys, assign)
         else:
             assignments = self.cache.get_many(questions, model.assign_many)
-        calibrated = self.novelty_calibrated
+        novelty = self.novelty_calibrated
         for notes, found in zip(annotations, assignments, strict=True):
-            notes["topic"] = found.topic
+            # an uncalibrated novelty verdict labels nothing: the nearest topic stands
+            notes["topic"] = found.topic if novelty or found.topic != NOVEL else found.nearest
             notes["topic_similarity"] = found.similarity
-            if found.topic == NOVEL:
-                notes["novelty_calibrated"] = calibrated
         if not self.calibrated:  # (the common, calibrated case writes nothing more)
             for notes in annotations:
                 notes["topic_calibrated"] = False

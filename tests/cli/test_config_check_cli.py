@@ -178,8 +178,8 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         # novelty uncalibrated: the topic shares are nearest gold topics (fortieth session)
         "#   topic shares are by NEAREST gold topic (not facts; no topic coverage gap; topic "
         "drift still alarms on a change of the distribution): each question's nearest gold "
-        "topic, questions on topics outside the gold set included (the novelty detector that "
-        f"would read those as novel is uncalibrated: {judged['novelty']['uncalibrated']}); no "
+        "topic, questions on topics outside the gold set included (the novelty detector labels "
+        f"no question novel while it is uncalibrated: {judged['novelty']['uncalibrated']}); no "
         "topic coverage gap is a fact",
         # the demo's topic labels held out (the replay golden's topic_quality): 31 of 59,
         # chance agreement 0.1293 from the two marginals, kappa (0.5254 - 0.1293) / 0.8707,

@@ -23,6 +23,7 @@ from service.runtime.analytics import Analytics, apply_quality_floor
 from service.runtime.reports import detector_quality_report, novelty_report
 from service.settings import load_settings
 from service.telemetry import build_analytics_metrics
+from service.topics.stage import TopicStage
 from tests.service.html.samples import replay_report
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -251,14 +252,16 @@ def test_a_restart_that_reads_nothing_new_keeps_the_silenced_novel_rise_uncalibr
     assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
 
 
-def test_apply_quality_floor_maps_novelty_to_the_novel_share() -> None:
-    analytics = Analytics(stages=[], drift=_topic_drift(), quality_floor=0.75)
+def test_apply_quality_floor_leaves_no_novel_share_to_suppress() -> None:
+    """Below the floor the novelty detector labels nothing (trial 49 L4): the topic stage
+    writes nearest topics, so there is no ``novel`` share to suppress, and the floor
+    suppresses nothing either way; the stage's flag follows the detector."""
+    stage = TopicStage(object())  # type: ignore[arg-type]
+    analytics = Analytics(stages=[stage], drift=_topic_drift(), quality_floor=0.75)
     analytics.detector_quality["novelty"] = _quality(0.6, 0.55, 0.65)
-    assert apply_quality_floor(analytics) == {"topic (novel share)": "uncalibrated: novelty ROC "
-                                              "AUC 0.600 [0.550, 0.650] is below the quality "
-                                              "floor 0.75"}  # fmt: skip
+    assert apply_quality_floor(analytics) == {} and stage.novelty_calibrated is False
     analytics.detector_quality["novelty"] = _quality(0.9, 0.85, 0.95)
-    assert apply_quality_floor(analytics) == {}
+    assert apply_quality_floor(analytics) == {} and stage.novelty_calibrated is True
 
 
 NOVELTY_WHY = "novelty ROC AUC 0.720 [0.694, 0.747] is below the quality floor 0.75"
@@ -280,8 +283,9 @@ def test_novelty_report_labels_the_novel_share_with_the_detector_quality() -> No
     analytics = Analytics(stages=[], drift=_topic_drift(), quality_floor=0.75)
     analytics.detector_quality["novelty"] = _quality(0.72, 0.694, 0.747)
     qualities = detector_quality_report(analytics)
-    report = novelty_report(analytics, {"novel": 58, "topic-1": 42}, qualities)
-    assert report == {"novel": 58, "share": 0.58, "quality": qualities["novelty"],
+    # below the floor the detector labels nothing (trial 49 L4): no share was measured
+    report = novelty_report(analytics, {"topic-1": 100}, qualities)
+    assert report == {"novel": 0, "share": None, "quality": qualities["novelty"],
                       "uncalibrated": NOVELTY_WHY, "off": None}  # fmt: skip
     analytics.detector_quality["novelty"] = _quality(0.9, 0.85, 0.95)
     trusted = novelty_report(analytics, {"novel": 58, "topic-1": 42},
@@ -308,10 +312,9 @@ def test_html_report_labels_an_uncalibrated_novel_share() -> None:
     assert "novel (uncalibrated)" not in good and "<td>novel</td>" in good
 
 
-def test_the_topic_stage_marks_novel_verdicts_with_the_novelty_detectors_calibration() -> None:
-    """Below the floor a ``novel`` verdict carries ``novelty_calibrated: False`` (harvesting
-    then gives no "novel" reason: tests/service/harvest/test_signals.py); at or above it,
-    ``True``; other topics carry nothing."""
+def test_the_topic_stage_applies_novel_verdicts_only_while_calibrated() -> None:
+    """Below the floor a ``novel`` verdict is not applied: the question gets its nearest
+    topic (trial 49 L4); at or above it, ``novel``. Other topics are as assigned."""
     from service.evaluation.detector_quality import DetectorQuality
     from service.pipeline import Batch
     from service.runtime.analytics import Analytics, apply_quality_floor
@@ -322,19 +325,20 @@ def test_the_topic_stage_marks_novel_verdicts_with_the_novelty_detectors_calibra
         def assign_many(self, texts: list[str]) -> list[object]:
             from types import SimpleNamespace
 
-            return [SimpleNamespace(topic=NOVEL if "x" in t else "fees", similarity=0.5)
+            return [SimpleNamespace(topic=NOVEL if "x" in t else "fees",
+                                    nearest="exams" if "x" in t else "fees", similarity=0.5)
                     for t in texts]  # fmt: skip
 
     stage = TopicStage(Model())  # type: ignore[arg-type]
-    for auc, expected in ((0.70, False), (0.80, True)):
+    for auc, expected in ((0.70, "exams"), (0.80, NOVEL)):
         quality = DetectorQuality(auc, auc - 0.05, auc + 0.05, 0.95, 40, 40)
         analytics = Analytics(stages=[stage], detector_quality={"novelty": quality})
         apply_quality_floor(analytics)
         events = [SimpleEvent(f"e{i}", q) for i, q in enumerate(["xyz", "fee due"])]
         batch = Batch("file", events, [{}, {}])  # type: ignore[arg-type]
         stage.process(batch)
-        assert batch.annotations[0]["novelty_calibrated"] is expected
-        assert "novelty_calibrated" not in batch.annotations[1]
+        assert [notes["topic"] for notes in batch.annotations] == [expected, "fees"]
+        assert all("novelty_calibrated" not in notes for notes in batch.annotations)
 
 
 class SimpleEvent:

@@ -126,8 +126,8 @@ def test_topic_help_text_lists_the_labels_in_natural_order() -> None:
     # session 41: the help says what the topics are while novelty is untrusted
     assert family.documentation == (
         "Questions by topic. While the novelty detector is untrusted (goldwatch_detector_trusted"
-        '{detector="novelty"} 0), a question on a topic the gold set lacks is novel only as '
-        "often as the detector's TPR and is otherwise counted under its NEAREST gold topic: "
+        '{detector="novelty"} 0), no question is labelled novel (there is no novel series): '
+        "a question on a topic the gold set lacks is counted under its NEAREST gold topic, so "
         "the topics are then each question's nearest gold topic, not facts. A topic a gold-set "
         "refresh's refitted model gained after the start (the status page names it, e.g. "
         "topic-7) has its own label, at most 32 such topics a process; a later one, until a "

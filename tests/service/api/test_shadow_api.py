@@ -141,6 +141,6 @@ def test_by_topic_says_the_topics_are_nearest_while_novelty_is_untrusted(
     body = httpx.get(server.base + "/v1/shadow").json()
     assert body["topics_are"].startswith(
         "each question's nearest gold topic, questions on topics outside the gold set included "
-        "(the novelty detector that would read those as novel is uncalibrated: novelty "
+        "(the novelty detector labels no question novel while it is uncalibrated: novelty "
         "balanced accuracy 0.550"
     )

@@ -206,9 +206,13 @@ def test_a_model_near_chance_raises_no_topic_alarm_and_says_why(tmp_path: Path) 
     text, doc = _replay(tmp_path, rotated=True)
     analytics = doc["analytics"]
     assert analytics["topic_quality"]["uncalibrated"] == why
-    # the shares still shown, as the model's reading
+    # the shares still shown, as the model's reading; its novelty detector, uncalibrated as
+    # well, labels no question novel and says why (trial 49 L4)
+    novelty = analytics["novelty"]["uncalibrated"]
+    assert novelty is not None
     assert (f"topics (UNCALIBRATED, the model's reading, not facts: {why}; no alarm): weather "
-            "67%; banking 17%; cooking 17%") in text.splitlines()  # fmt: skip
+            f"67%; banking 17%; cooking 17%; no question is labelled novel: {novelty}"
+            ) in text.splitlines()  # fmt: skip
     assert f"  topic raises no alarm: uncalibrated: {why}" in text.splitlines()
     assert "DRIFT  topic" not in text
     assert [a for a in analytics["drift"]["alarms"] if a["dimension"] == "topic"] == []
