@@ -823,8 +823,8 @@ class Runtime:
             language_quality,
             misjudged_of,
             misjudged_unanswerable_of,
-            scope_gold,
             novelty_labels,
+            scope_gold,
             scope_references,
         )
 
