@@ -72,7 +72,8 @@ def test_renumbered_gold_ids_give_the_same_detector_and_verdict_key(
     shared_data: Path, tmp_path: Path
 ) -> None:
     """Only the ids naming the rows that set the cutoff or fall below it change (the verdict
-    key hashes their vectors, not their names): a renumbering does not restart drift."""
+    key hashes their vectors, not their names). The stage's drift key still changes on a
+    renumbering: it also holds the known questions' key, which names rows by id."""
     gold_path, corpus_path = write_squad2_off_topic(tmp_path, root=shared_data)
     gold, corpus = load_gold_set(gold_path), load_corpus(corpus_path)
     settings = load_settings(gold_set=gold_path, corpus=corpus_path).analytics
