@@ -406,8 +406,19 @@ class FileSource:
                 "dlq": file_mark(self.dlq_path)}  # fmt: skip
 
     def restore(self, state: dict[str, Any] | None) -> None:
-        """Resume from a stored position (``None``: from the top). Call before :meth:`poll`."""
-        if not state or self.is_stdin:
+        """Resume from a stored position (``None``: from the top). Call before :meth:`poll`.
+
+        Dead letters already in :attr:`dlq_path` for the lines read again are not written a
+        second time (each is counted again: the count died with the checkpoint): with a
+        position, the whole lines after its ``dlq`` mark (written after the last checkpoint);
+        without one (no checkpoint yet: a kill -9 before the first), every whole line of the
+        file (at most 64 MiB from its end), recognised by its exact bytes, which name this
+        file, the line number, the reason and the line's bytes (trial 49, M1). A torn last
+        line (a kill mid-append) is cut off here, and its letter written again."""
+        if self.is_stdin:
+            return
+        if not state:
+            self._recognise_written({"dev": None, "ino": None, "size": 0})
             return
         offset, line = int(state["offset"]), int(state["line"])
         size = self._input.size()
@@ -432,12 +443,21 @@ class FileSource:
         self._committed = {"offset": offset, "line": line, "head": state.get("head")}
         log.info("resuming %s at line %d (byte %d)", self.path, line, offset)
         # letters of the lines after the position, written before a crash: not again
-        written = lines_after(self.dlq_path, state.get("dlq"))
+        self._recognise_written(state.get("dlq"))
+
+    def _recognise_written(self, mark: Any) -> None:
+        """Remember the dead-letter lines after ``mark`` (:func:`file_mark`; size 0 and no
+        identity: the whole file) so :meth:`dead_letter` does not write them again, and cut
+        a torn last line off the file (its letter is written again when its line is)."""
+        written = lines_after(self.dlq_path, mark)
         self._on_disk = collections.Counter(hashlib.sha256(raw + b"\n").digest() for raw in written)
         if self._on_disk:
-            log.info("%d dead letters in %s are from lines after that position: they are "
-                     "counted again but not written again", sum(self._on_disk.values()),
+            log.info("%d dead letters in %s are from lines read again: they are counted "
+                     "again but not written again", sum(self._on_disk.values()),
                      self.dlq_path)  # fmt: skip
+        if self._dlq is None and self.dlq_path.is_file():
+            self._dlq = AppendOnlyFile(self.dlq_path)  # opening it cuts a torn tail
+            self._dlq.append(b"")
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -152,3 +152,47 @@ def test_a_file_replay_killed_at_a_checkpoint_writes_each_letter_once(tmp_path: 
         assert len(lines) == len(set(lines)) == bad + failing  # each letter once
     finally:
         service.kill()
+
+
+@pytest.mark.parametrize(
+    ("fault", "written_upto"),
+    [("batch:5", 400),  # a kill mid-pipeline of batch 5: no checkpoint ever ran
+     ("checkpoint:1", 100)],  # a kill inside the first checkpoint: it rolls back
+)  # fmt: skip
+def test_a_kill_before_the_first_checkpoint_writes_each_letter_once(
+    tmp_path: Path, fault: str, written_upto: int
+) -> None:
+    """serve reading a file, killed before any checkpoint holds a position (trial 49, M1:
+    8 lines for 6 letters): the restart reads the file from the top, and the letters of the
+    lines already dead-lettered must not be written again. The last line is also torn in
+    half first, as a kill in the middle of an append leaves it: it is cut off and its letter
+    written again, so the file is whole. Before, every letter before the kill was in the file
+    twice (and the torn half stayed glued to the next letter)."""
+    source = tmp_path / "queries.jsonl"
+    dlq = tmp_path / "queries.dlq.jsonl"
+    n = 1_000
+    bad, _ = _file_input(source, n)  # the marker's batch (401-500) raises: processing_failed
+    config = {"source": {"kind": "file", "path": str(source), "dlq_path": str(dlq)},
+              "state": {"path": str(tmp_path / "state.sqlite")}, "analytics": {"enabled": False},
+              "pipeline": {"extra_stages": [SPEC, RAISE_SPEC], "max_batch_size": 100,
+                           "commit_every": 100 if fault.startswith("checkpoint") else 100_000,
+                           "commit_interval_s": 3600}}  # fmt: skip
+    service = ServiceProcess.start(tmp_path / "work", config, env={FAULT_ENV: fault}, wait=False)
+    try:
+        service.process.wait(timeout=120)
+        assert service.process.returncode == -9, service.log_tail()
+        data = dlq.read_bytes()
+        before = [json.loads(line)["origin"]["line"] for line in data.splitlines()]
+        assert before == list(range(25, written_upto + 1, 25))  # every 25th line: not JSON
+        dlq.write_bytes(data[: len(data) - 20])  # a torn last letter (line 400 or 100)
+        service = ServiceProcess.start(tmp_path / "work", config)  # no fault armed
+        service.wait_until(lambda s: s["input_finished"], timeout_s=120, what="end of input")
+        totals = service.totals()
+        failing, bad = 100, bad - 4  # lines 401-500 whole, their 4 not_json lines included
+        assert totals["dead_lettered"] == {"not_json": bad, "processing_failed": failing}
+        assert totals["processed"] + bad + failing == n == totals["consumed"]
+        lines = [json.loads(line)["origin"]["line"] for line in dlq.read_bytes().splitlines()]
+        assert len(lines) == len(set(lines)) == bad + failing  # each letter once, all whole
+        assert dlq.read_bytes().endswith(b"\n")
+    finally:
+        service.kill()
