@@ -49,7 +49,7 @@ from typing import Any, BinaryIO
 
 from consumers.base import BlankLine, DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
-from service.files.append_only import AppendOnlyFile, file_mark, lines_after
+from service.files.append_only import WHOLE_FILE, AppendOnlyFile, file_mark, lines_after
 from service.pacing import TokenBucket
 
 #: Most cut lines whose size and digest wait for their dead letter (one per overlong line
@@ -418,7 +418,7 @@ class FileSource:
         if self.is_stdin:
             return
         if not state:
-            self._recognise_written({"dev": None, "ino": None, "size": 0})
+            self._recognise_written(WHOLE_FILE)
             return
         offset, line = int(state["offset"]), int(state["line"])
         size = self._input.size()

@@ -19,12 +19,15 @@ from typing import Any
 from consumers.base import DeadLetter
 from consumers.file_source import dead_letter_line
 from service.files.append_only import (
+    WHOLE_FILE,
     append_whole,
     file_mark,
     lines_after,
     open_append,
     prepare_tail,
 )
+
+__all__ = ["DEAD_LETTER_MARK_KEY", "WHOLE_FILE", "JsonlDeadLetters"]
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +131,9 @@ class JsonlDeadLetters:
         """Read back the letters after the last checkpoint's ``mark``
         (:meth:`checkpoint_mark`): written by a process that died before a checkpoint
         counted them. A retry of their request then counts them without writing them again
-        (:meth:`admit`). Nothing is read without a mark (a state from before this version),
+        (:meth:`admit`). A state never checkpointed (no totals, no mark: a kill -9 before the
+        first checkpoint) is recovered from :data:`WHOLE_FILE`, every whole line of the file
+        (trial 49, M1). Nothing is read without a mark (a state from before this version),
         when the file is another one or not longer than the mark
         (:func:`service.files.append_only.lines_after`); at most :attr:`MAX_RECOVERED_BYTES`
         from the end, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse

@@ -60,19 +60,25 @@ def _letters(path: Path) -> collections.Counter[tuple[str, str]]:
     return out
 
 
+@pytest.mark.parametrize("first_request", [True, False])
 def test_letters_written_before_a_kill_are_counted_once_and_not_written_again(
-    tmp_path: Path,
+    tmp_path: Path, first_request: bool
 ) -> None:
+    """``first_request`` False: the killed checkpoint is the state's first (trial 49, M1: no
+    mark was stored, so the retry wrote all 30 letters again)."""
     dlq = tmp_path / "dead.jsonl"
     config = {"source": {"kind": "none", "dlq_path": str(dlq)},
               "state": {"path": str(tmp_path / "state.sqlite")},
               "pipeline": {"extra_stages": [SPEC, RAISE_SPEC]},
               "api": {"ingest_chunk_events": CHUNK}}  # fmt: skip
-    # the 2nd checkpoint dies before COMMIT: after the letters of that request are written
-    service = ServiceProcess.start(tmp_path / "work", config, env={FAULT_ENV: "checkpoint:2"})
+    # the request's checkpoint dies before COMMIT: after the letters of that request are written
+    fault = "checkpoint:2" if first_request else "checkpoint:1"
+    service = ServiceProcess.start(tmp_path / "work", config, env={FAULT_ENV: fault})
     try:
-        first = service.post_events(None, raw=json.dumps(_events("a", 5)).encode())
-        assert first.status_code == 200, first.text
+        before = 5 if first_request else 0
+        if first_request:
+            first = service.post_events(None, raw=json.dumps(_events("a", before)).encode())
+            assert first.status_code == 200, first.text
         with pytest.raises(httpx.HTTPError):  # the process dies inside the request
             service.post_events(None, raw=_killed_request())
         service.process.wait(timeout=30)
@@ -87,9 +93,9 @@ def test_letters_written_before_a_kill_are_counted_once_and_not_written_again(
         last = service.post_events(None, raw=json.dumps(_events("c", 5)).encode())
         assert last.status_code == 200, last.text
         totals = service.totals()
-        produced = 5 + BAD + FAILING + GOOD + 5
+        produced = before + BAD + FAILING + GOOD + 5
         assert totals["dead_lettered"] == {"wrong_type": BAD, "processing_failed": FAILING}
-        assert totals["processed"] == 5 + GOOD + 5 and totals["duplicates"] == 0
+        assert totals["processed"] == before + GOOD + 5 and totals["duplicates"] == 0
         assert totals["processed"] + BAD + FAILING == produced == totals["consumed"]
         letters = _letters(dlq)
         assert letters == written  # nothing written twice
