@@ -49,7 +49,7 @@ from typing import Any, BinaryIO
 
 from consumers.base import BlankLine, DeadLetter, Origin, RawMessage, message_slot_setters
 from consumers.errors import SourceUnavailable
-from service.files.append_only import WHOLE_FILE, AppendOnlyFile, file_mark, lines_after
+from service.files.append_only import AppendOnlyFile, file_mark, lines_after
 from service.pacing import TokenBucket
 
 #: Most cut lines whose size and digest wait for their dead letter (one per overlong line
@@ -233,10 +233,16 @@ class FileSource:
         self._make = message_factory(self.path)
         self._dlq: AppendOnlyFile | None = None
         self._unsynced = False  # dead letters written but not yet fsynced
-        #: SHA-256 of dead-letter lines written after the last checkpoint by a process that
-        #: died before it: when their lines are read again, those letters are not written
-        #: a second time (:meth:`restore`).
+        #: SHA-256 of dead-letter lines written after the last checkpoint (or after the start
+        #: of a run that died before its first) by a process that died before it: when their
+        #: lines are read again, those letters are not written a second time
+        #: (:meth:`restore`). Forgotten once the reading passes their last line
+        #: (:attr:`_on_disk_through`) or the input is rotated.
         self._on_disk: collections.Counter[bytes] = collections.Counter()
+        self._on_disk_through = 0
+        #: the input's name as the dead process wrote it in its letters' ``origin.file``
+        #: (the state key is the resolved path; a restart may spell it otherwise)
+        self._on_disk_as = self.path
         self._reset(offset=0, line=0)
         self.commits = 0
         self.dead_letters = 0
@@ -316,7 +322,7 @@ class FileSource:
             for letter in letters
         ]
         if self._on_disk:  # written before a crash, after the position resumed from
-            lines = [line for line in lines if not _take(self._on_disk, line)]
+            lines = self._not_on_disk(letters, lines)
         self._dlq.append(b"".join(lines), sync=False)  # whole, or not at all
         if cut:
             for letter in letters:
@@ -339,6 +345,8 @@ class FileSource:
         if not messages:
             return
         self._committed = self.position_after(messages)
+        if self._on_disk and self._committed["line"] >= self._on_disk_through:
+            self._forget_on_disk()  # the catch-up has passed every letter read back
         drop = self._committed["line"] - self._ends_first + 1
         if drop > 0:
             del self._ends[:drop]
@@ -403,22 +411,42 @@ class FileSource:
             raise ValueError(f"line {line} of {self.path} is not pending")
         offset = self._ends[index]
         return {"offset": offset, "line": line, "head": self._input.head_hash(offset),
-                "dlq": file_mark(self.dlq_path)}  # fmt: skip
+                "dlq": file_mark(self.dlq_path), "file": self.path}  # fmt: skip
+
+    def run_mark(self) -> dict[str, Any]:
+        """The position to store, durably, when a run starts without one (a fresh state),
+        before it writes any dead letter: ``{"run": {"dlq": file_mark, "file": name}}`` —
+        the dead-letter file's identity and size now
+        (:func:`service.files.append_only.file_mark`) and this input's name as its letters
+        give it (``origin.file``). A restart that finds it (no checkpoint replaced it: a
+        kill -9 before the first) does not write again the letters this run appends after
+        that size (:meth:`restore`); a state without it reads nothing back."""
+        return {"run": {"dlq": file_mark(self.dlq_path), "file": self.path}}
 
     def restore(self, state: dict[str, Any] | None) -> None:
         """Resume from a stored position (``None``: from the top). Call before :meth:`poll`.
 
         Dead letters already in :attr:`dlq_path` for the lines read again are not written a
-        second time (each is counted again: the count died with the checkpoint): with a
-        position, the whole lines after its ``dlq`` mark (written after the last checkpoint);
-        without one (no checkpoint yet: a kill -9 before the first), every whole line of the
-        file (at most 64 MiB from its end), recognised by its exact bytes, which name this
-        file, the line number, the reason and the line's bytes (trial 49, M1). A torn last
-        line (a kill mid-append) is cut off here, and its letter written again."""
+        second time (each is counted again: the count died with the checkpoint). Only the
+        letters of a process that died before a checkpoint counted them are read back: the
+        whole lines after the ``dlq`` mark of the stored position (written after the last
+        checkpoint), or, when the state holds only a :meth:`run_mark` (a kill -9 before the
+        first checkpoint), after the mark taken when that run started. Of those, only
+        letters of this input (``origin.file`` as the dead run named it) are kept, and a
+        letter is skipped only when it matches one of them exactly — same line number,
+        reason, detail and bytes — until the reading passes the last of their lines or the
+        input is rotated; each read-back line skips one letter at most. Without a stored
+        position nor a run mark (a fresh state) nothing is read back: every letter is
+        written (trial 49, M1). A torn last line (a kill mid-append) is cut off here, and
+        its letter written again."""
         if self.is_stdin:
             return
-        if not state:
-            self._recognise_written(WHOLE_FILE)
+        if not state or "offset" not in state:
+            run = state.get("run") if state else None
+            if isinstance(run, dict):
+                self._recognise_written(run.get("dlq"), run.get("file"))
+            else:
+                self._recognise_written(None, None)  # nothing to read back; a torn tail cut
             return
         offset, line = int(state["offset"]), int(state["line"])
         size = self._input.size()
@@ -443,14 +471,21 @@ class FileSource:
         self._committed = {"offset": offset, "line": line, "head": state.get("head")}
         log.info("resuming %s at line %d (byte %d)", self.path, line, offset)
         # letters of the lines after the position, written before a crash: not again
-        self._recognise_written(state.get("dlq"))
+        self._recognise_written(state.get("dlq"), state.get("file"))
 
-    def _recognise_written(self, mark: Any) -> None:
-        """Remember the dead-letter lines after ``mark`` (:func:`file_mark`; size 0 and no
-        identity: the whole file) so :meth:`dead_letter` does not write them again, and cut
-        a torn last line off the file (its letter is written again when its line is)."""
-        written = lines_after(self.dlq_path, mark)
-        self._on_disk = collections.Counter(hashlib.sha256(raw + b"\n").digest() for raw in written)
+    def _recognise_written(self, mark: Any, written_as: Any) -> None:
+        """Remember the dead-letter lines of this input after ``mark`` (:func:`file_mark`;
+        ``None``: none) so :meth:`dead_letter` does not write them again, and cut a torn
+        last line off the file (its letter is written again when its line is).
+        ``written_as``: the input's name in those letters (``None``: :attr:`path`)."""
+        self._on_disk_as = written_as if isinstance(written_as, str) else self.path
+        self._forget_on_disk()
+        for raw in lines_after(self.dlq_path, mark):
+            origin = _origin_of(raw)
+            if origin is None or origin[0] != self._on_disk_as:
+                continue  # another input's letter, HTTP ingest's, or unreadable
+            self._on_disk[hashlib.sha256(raw + b"\n").digest()] += 1
+            self._on_disk_through = max(self._on_disk_through, origin[1])
         if self._on_disk:
             log.info("%d dead letters in %s are from lines read again: they are counted "
                      "again but not written again", sum(self._on_disk.values()),
@@ -458,6 +493,29 @@ class FileSource:
         if self._dlq is None and self.dlq_path.is_file():
             self._dlq = AppendOnlyFile(self.dlq_path)  # opening it cuts a torn tail
             self._dlq.append(b"")
+
+    def _forget_on_disk(self) -> None:
+        self._on_disk.clear()
+        self._on_disk_through = 0
+
+    def _not_on_disk(self, letters: Sequence[DeadLetter], lines: list[bytes]) -> list[bytes]:
+        """``lines`` (of ``letters``) without those read back by :meth:`restore`; each
+        read-back line is used once. Compared as the dead run wrote them (its name of the
+        input, :attr:`_on_disk_as`)."""
+        kept: list[bytes] = []
+        renamed = self._on_disk_as != self.path
+        cut = self._cut_lines
+        for letter, line in zip(letters, lines, strict=True):
+            same = line
+            if renamed:
+                at = letter.message.origin.line or 0
+                same = dead_letter_line(letter, cut.get(at) if cut else None, self._on_disk_as)
+            if not _take(self._on_disk, same):
+                kept.append(line)
+        last = letters[-1].message.origin.line or 0
+        if last >= self._on_disk_through:
+            self._forget_on_disk()  # the reading has passed every letter read back
+        return kept
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -467,6 +525,7 @@ class FileSource:
     def _check_rotation(self) -> None:
         if self._input.replaced(self._buf_start + len(self._buf)):
             log.warning("%s was truncated or rotated: reading the new file from the top", self.path)
+            self._forget_on_disk()  # its line numbers start again: other lines, other letters
             self._input = self._input.reopen()
             self._reset(offset=0, line=0)
 
@@ -626,18 +685,34 @@ def _take(on_disk: collections.Counter[bytes], line: bytes) -> bool:
     return True
 
 
-def dead_letter_line(letter: DeadLetter, cut: tuple[int, str] | None = None) -> bytes:
+def _origin_of(raw: bytes) -> tuple[str, int] | None:
+    """``(origin.file, origin.line)`` of one dead-letter line, ``None`` if it has none."""
+    try:
+        origin = json.loads(raw).get("origin")
+        file, line = origin["file"], origin["line"]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    if not isinstance(file, str) or not isinstance(line, int):
+        return None
+    return file, line
+
+
+def dead_letter_line(
+    letter: DeadLetter, cut: tuple[int, str] | None = None, file: str | None = None
+) -> bytes:
     """One dead-letter JSON line (``\n``-terminated UTF-8): ``{"reason", "detail", "origin":
     {"file", "line"}, "value_b64"}``. ``cut``: the value is the prefix of a longer line, whose
     whole size in bytes and SHA-256 (hex) these are: the record then also has ``"truncated":
-    true``, ``value_bytes`` and ``value_sha256``, and a size in the detail is the whole line's."""
+    true``, ``value_bytes`` and ``value_sha256``, and a size in the detail is the whole line's.
+    ``file``: the name to give as ``origin.file`` instead of the letter's own."""
     origin = letter.message.origin
     value = letter.message.value
     detail = letter.detail
     if cut is not None and value is not None:
         detail = detail.replace(f"message is {len(value)} bytes", f"message is {cut[0]} bytes")
     head = {"reason": letter.reason, "detail": detail,
-            "origin": {"file": origin.file, "line": origin.line}}  # fmt: skip
+            "origin": {"file": origin.file if file is None else file,
+                       "line": origin.line}}  # fmt: skip
     # json.dumps(record, ensure_ascii=False) with "value_b64" fourth, spliced in as bytes:
     # base64 is ASCII with nothing JSON escapes, so scanning and copying it again through
     # json.dumps (a 1 MB line's 1.4 MB of text: ~4 ms, more than the encoding) adds nothing

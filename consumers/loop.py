@@ -139,6 +139,15 @@ class Resumable(Protocol):
     def restore(self, state: dict[str, Any] | None) -> None: ...
 
 
+@runtime_checkable
+class MarksRuns(Protocol):
+    """A :class:`Resumable` source that notes where its run started (its dead-letter file's
+    size) when there is no stored position yet, so a restart after a kill -9 before the
+    first checkpoint knows which dead letters that run wrote (trial 49, M1)."""
+
+    def run_mark(self) -> dict[str, Any]: ...
+
+
 def _pending_dead_letters(source: Source) -> int:
     """Dead letters ``source`` holds in memory, not yet durable (0 unless it
     :class:`~consumers.base.HoldsDeadLetters`)."""
@@ -397,7 +406,13 @@ class _Loop:
         if resumable is not None and resumable.state_key:
             key = resumable.state_key
             position = self.engine.positions.get(key)
-            resumable.restore(position if position is not None else self.engine.state.get(key))
+            if position is None:
+                position = self.engine.state.get(key)
+            resumable.restore(position)
+            if position is None and isinstance(resumable, MarksRuns):
+                # durably, before the first dead letter: where this run's letters start (not
+                # a checkpoint: it counts nothing; the state holds no position, checked above)
+                self.engine.state.write_unless({key: resumable.run_mark()}, {})
 
     def step(self, until_eof: bool) -> bool:
         """Poll once and handle what came; False when ``until_eof`` and the input has ended.

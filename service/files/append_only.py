@@ -41,7 +41,7 @@ from typing import Any, Literal
 from service.files.private import PRIVATE_MODE
 from service.files.regular import NOT_REGULAR
 
-__all__ = ["WHOLE_FILE", "AppendOnlyFile", "MaybeWritten", "TornTail", "append_whole", "cut_back",
+__all__ = ["AppendOnlyFile", "MaybeWritten", "TornTail", "append_whole", "cut_back",
            "file_mark", "lines_after", "open_append", "prepare_tail", "torn_tail"]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,6 @@ log = logging.getLogger(__name__)
 #: What to do with a torn last line: cut it off, or refuse to append (:class:`TornTail`).
 OnTorn = Literal["cut", "refuse"]
 _CHUNK = 65_536
-#: A :func:`file_mark` that covers nothing: :func:`lines_after` it gives every whole line of
-#: the file (at most ``max_bytes`` from its end), whatever file it is.
-WHOLE_FILE: dict[str, Any] = {"dev": None, "ino": None, "size": 0}
 #: Most bytes :func:`lines_after` reads back from the end of a file.
 MAX_LINES_AFTER_BYTES = 64 << 20
 

@@ -26,7 +26,7 @@ from consumers.base import DeadLetter, ExplainsNotReady, Origin, RawMessage, Sou
 from consumers.engine import Engine, Outcome, TotalsJson
 from consumers.errors import GoldwatchConsumerError, suppress_on_error
 from consumers.file_source import FileSource
-from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, WHOLE_FILE, JsonlDeadLetters
+from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
 from service.coverage import document_counts
@@ -287,9 +287,12 @@ class Runtime:
             # again when their request is retried: each checkpoint notes how far it counts
             self.engine.checkpoint_extras.append(self.http_dead_letters.checkpoint_mark)
             mark = self.state.get(DEAD_LETTER_MARK_KEY)
-            if mark is None and self.engine.started_empty:  # no checkpoint yet (trial 49, M1):
-                mark = WHOLE_FILE  # a kill before the first one left letters no mark covers
-            self.http_dead_letters.recover(mark)
+            if mark is None:  # a fresh state: note the file as it is now, durably, before any
+                # letter is written, so a kill -9 before the first checkpoint leaves a mark
+                # after which the letters are this run's (trial 49, M1); older ones are not
+                mark = self.http_dead_letters.checkpoint_mark()[DEAD_LETTER_MARK_KEY]
+                self.state.write_unless({DEAD_LETTER_MARK_KEY: mark}, {})  # counts nothing
+            self.http_dead_letters.recover(mark, origin=HTTP_SOURCE)
             self.gold_runs = GoldRuns(
                 settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
             )

@@ -202,3 +202,34 @@ def test_a_kill_before_the_first_checkpoint_writes_each_letter_once(
         assert dlq.read_bytes().endswith(b"\n")
     finally:
         service.kill()
+
+
+def test_a_fresh_state_writes_the_letters_of_a_body_sent_before(tmp_path: Path) -> None:
+    """Review (c) of trial 49's M1 fix: last week's serve wrote 3 letters of a client's
+    malformed event; the state is deleted for a fresh start, the dead-letter file kept, and
+    the client sends the same malformed event 3 more times. A fresh state reads nothing back
+    (its mark is the file's size when it starts): 3 counted, 3 more lines (was 3 counted, 0
+    written: the whole file was read back as if a crash had left it)."""
+    dlq = tmp_path / "dead.jsonl"
+    state = tmp_path / "state.sqlite"
+    config = {"source": {"kind": "none", "dlq_path": str(dlq)}, "state": {"path": str(state)}}
+    body = json.dumps([{"event_id": "m-1", "timestamp": "half past", "question": "pool?"}])
+    service = ServiceProcess.start(tmp_path / "work", config)
+    try:
+        for _ in range(3):
+            sent = service.post_events(None, raw=body.encode())
+            assert sent.status_code == 400, sent.text  # all of it dead-lettered
+        assert service.totals()["dead_lettered"] == {"wrong_type": 3}
+        service.kill()
+        assert sum(_letters(dlq).values()) == 3
+        for stale in tmp_path.glob("state.sqlite*"):
+            stale.unlink()
+        service = ServiceProcess.start(tmp_path / "work", config)
+        for _ in range(3):
+            sent = service.post_events(None, raw=body.encode())
+            assert sent.status_code == 400, sent.text  # all of it dead-lettered
+            assert len(sent.json()["dead_lettered"]) == 1
+        assert service.totals()["dead_lettered"] == {"wrong_type": 3}
+        assert _letters(dlq) == {("wrong_type", "m-1"): 6}
+    finally:
+        service.kill()

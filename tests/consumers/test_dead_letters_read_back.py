@@ -1,0 +1,194 @@
+"""Which dead letters a file source reads back at start so it does not write them twice
+(trial 49, M1, and its review's blocker B3).
+
+Only the letters of a run that died before a checkpoint counted them are read back: after
+the stored position's ``dlq`` mark, or, before the first checkpoint, after the mark the run
+stored when it started (:meth:`FileSource.run_mark`). A fresh state reads nothing back, so
+a letter identical to one of an earlier run (a new file under the same name, a rotated
+file, the same run again on a new state) is written. Before (s49-t49's first fix), every
+start without a position read the whole dead-letter file back and dropped such letters:
+1 line for 2 letters, 3 for 6.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from consumers.base import DeadLetter
+from consumers.file_source import FileSource
+from consumers.loop import run
+from service.pipeline import Batch, CountingStage, Pipeline, PipelineConfig, StageError
+from service.state import StateStore
+from service.telemetry import build_metrics
+
+#: no checkpoint before the end of input (or a crash): commit_every and the interval too high
+NO_CHECKPOINT = PipelineConfig(max_batch_size=2, commit_interval_s=3600, commit_every=10**6,
+                               status_interval_s=3600)  # fmt: skip
+
+
+def _event(i: int) -> str:
+    return json.dumps({"event_id": f"e-{i}", "timestamp": 1_795_946_400 + i, "question": f"q{i}"})
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt(CountingStage):
+    """Counts events; raises on its n-th batch (the process dying before a checkpoint)."""
+
+    name = "crash"
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def process(self, batch: Batch) -> None:
+        self.n -= 1
+        if self.n == 0:
+            raise Crash("kill -9")
+        super().process(batch)
+
+
+def _run(source: str | Path, state: Path, dlq: Path, crash_at: int = 0) -> int:
+    """One run of ``source`` on the state file ``state`` (the poll loop, a real SQLite
+    store), to the end of input or to a crash at batch ``crash_at`` (then nothing was
+    checkpointed); returns the dead letters the run counted."""
+    stages = Pipeline([CrashAt(crash_at) if crash_at else CountingStage()])
+    file_source = FileSource(str(source), dlq_path=dlq)
+    metrics = build_metrics(CollectorRegistry(), topics=["queries"])
+    with StateStore.open(state) as store:
+        if crash_at:
+            with pytest.raises(StageError, match="kill -9"):
+                run(file_source, stages, store, metrics, threading.Event(), config=NO_CHECKPOINT,
+                    until_eof=True)  # fmt: skip
+            assert "offset" not in (store.get(file_source.state_key) or {})  # no position
+        else:
+            run(file_source, stages, store, metrics, threading.Event(), config=NO_CHECKPOINT,
+                until_eof=True)  # fmt: skip
+    file_source.close()
+    return file_source.dead_letters
+
+
+def _origin_lines(dlq: Path) -> list[int]:
+    return [json.loads(line)["origin"]["line"] for line in dlq.read_bytes().splitlines()]
+
+
+def test_a_new_file_under_the_same_name_on_a_fresh_state_writes_its_letters(
+    tmp_path: Path,
+) -> None:
+    """Review (a): day 1 and day 2 share a name, a bad first line and the dead-letter file;
+    each day is a fresh ``replay FILE --state <new>``: 2 letters, 2 lines (was 1)."""
+    source, dlq = tmp_path / "events.jsonl", tmp_path / "events.jsonl.dlq.jsonl"
+    source.write_text(f"#header\n{_event(1)}\n")
+    assert _run(source, tmp_path / "day1.db", dlq) == 1
+    source.write_text(f"#header\n{_event(2)}\n")
+    assert _run(source, tmp_path / "day2.db", dlq) == 1
+    assert _origin_lines(dlq) == [1, 1]
+
+
+def test_a_kill_before_the_first_checkpoint_writes_each_letter_once(tmp_path: Path) -> None:
+    """The case the read-back is for: the restart reads the file from the top; the letters
+    the dead run wrote after its start mark are not written again, and a letter from an
+    earlier run on another state (same bytes: same file, same line) is not one of them."""
+    source, dlq = tmp_path / "events.jsonl", tmp_path / "events.jsonl.dlq.jsonl"
+    lines = [_event(i) if i % 3 else f"not json {i}" for i in range(1, 13)]
+    source.write_text("\n".join(lines) + "\n")  # bad: lines 3, 6, 9, 12
+    assert _run(source, tmp_path / "earlier.db", dlq) == 4  # yesterday, its own state
+    earlier_size = dlq.stat().st_size
+    state = tmp_path / "state.db"
+    _run(source, state, dlq, crash_at=4)  # batches of 2: letters of lines 3 and 6 written
+    with StateStore.open(state) as store:  # the mark the run stored before its first letter
+        mark = store.get(FileSource(str(source)).state_key)["run"]
+    assert mark["dlq"]["size"] == earlier_size
+    assert mark["file"] == str(source)
+    assert _origin_lines(dlq) == [3, 6, 9, 12, 3, 6]
+    assert _run(source, state, dlq) == 4  # counted again: the count died with the run
+    assert _origin_lines(dlq) == [3, 6, 9, 12, 3, 6, 9, 12]
+
+
+def test_a_restart_with_the_path_spelled_otherwise_writes_each_letter_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review nit: the state key is the resolved path, the letters give the path as given;
+    a restart naming the file relative to the working directory found the position but
+    wrote every letter again."""
+    source, dlq = tmp_path / "events.jsonl", tmp_path / "events.jsonl.dlq.jsonl"
+    source.write_text("not json 1\n" + _event(2) + "\nnot json 3\n" + _event(4) + "\n")
+    state = tmp_path / "state.db"
+    _run(source, state, dlq, crash_at=2)  # the first batch's letter (line 1) written
+    assert _origin_lines(dlq) == [1]
+    monkeypatch.chdir(tmp_path)
+    assert _run("events.jsonl", state, dlq) == 2
+    records = [json.loads(line) for line in dlq.read_bytes().splitlines()]
+    assert [(r["origin"]["file"], r["origin"]["line"]) for r in records] == [
+        (str(source), 1),  # the dead run's letter, as it wrote it
+        ("events.jsonl", 3),
+    ]
+
+
+def _drain(source: FileSource, polls: int) -> None:
+    for _ in range(polls):
+        messages = source.poll(100, 20)
+        bad = [DeadLetter(m, "not_json", "x") for m in messages if not m.value.startswith(b"{")]
+        source.dead_letter(bad)
+        source.sync_dead_letters()
+
+
+def test_follow_mode_writes_the_letters_of_rotated_files(tmp_path: Path) -> None:
+    """Review (b): three earlier days' letters in the dead-letter file; today's serve (a
+    fresh state, following) sees the file rotated twice, each new file with the same bad
+    first line: 3 letters written, 6 lines (was 3)."""
+    source, dlq = tmp_path / "events.jsonl", tmp_path / "events.jsonl.dlq.jsonl"
+    for day in range(3):
+        source.write_text(f"#header\n{_event(day)}\n")
+        earlier = FileSource(str(source), dlq_path=dlq)
+        earlier.restore(None)
+        _drain(earlier, 3)
+        earlier.close()
+    source.write_text(f"#header\n{_event(10)}\n")
+    today = FileSource(str(source), dlq_path=dlq, follow=True, poll_interval_s=0.01)
+    today.restore(None)
+    _drain(today, 3)
+    for rotation in range(2):
+        os.rename(source, tmp_path / f"old{rotation}")
+        source.write_text(f"#header\n{_event(20 + rotation)}\n")
+        for _ in range(200):  # until the new file's letter is read (no fixed sleep)
+            _drain(today, 1)
+            if today.dead_letters == rotation + 2:
+                break
+    today.close()
+    assert today.dead_letters == 3
+    assert _origin_lines(dlq) == [1] * 6
+
+
+def test_a_rotation_after_a_restart_forgets_the_letters_read_back(tmp_path: Path) -> None:
+    """A kill before the first checkpoint, then a restart in follow mode: the dead run's
+    letter (line 1) is not written again, but the rotated file's line 1, with the same
+    bytes, is another letter and is written."""
+    source, dlq = tmp_path / "events.jsonl", tmp_path / "events.jsonl.dlq.jsonl"
+    source.write_text(f"#header\n{_event(1)}\n")
+    dead = FileSource(str(source), dlq_path=dlq)
+    mark = dead.run_mark()  # what the poll loop stores before the first letter
+    dead.restore(None)
+    _drain(dead, 2)
+    dead.close()  # no checkpoint: the state holds only the mark
+    again = FileSource(str(source), dlq_path=dlq, follow=True, poll_interval_s=0.01)
+    again.restore(mark)
+    _drain(again, 2)
+    assert _origin_lines(dlq) == [1]  # not written again, counted again
+    assert again.dead_letters == 1
+    os.rename(source, tmp_path / "old")
+    source.write_text(f"#header\n{_event(2)}\n")
+    for _ in range(200):
+        _drain(again, 1)
+        if again.dead_letters == 2:
+            break
+    again.close()
+    assert _origin_lines(dlq) == [1, 1]
