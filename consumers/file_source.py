@@ -236,8 +236,9 @@ class FileSource:
         #: SHA-256 of dead-letter lines written after the last checkpoint (or after the start
         #: of a run that died before its first) by a process that died before it: when their
         #: lines are read again, those letters are not written a second time
-        #: (:meth:`restore`). Forgotten once the reading passes their last line
-        #: (:attr:`_on_disk_through`) or the input is rotated.
+        #: (:meth:`restore`). Forgotten once a commit passes their last line
+        #: (:attr:`_on_disk_through`: every letter of those lines is then written) or the
+        #: input is rotated.
         self._on_disk: collections.Counter[bytes] = collections.Counter()
         self._on_disk_through = 0
         #: the input's name as the dead process wrote it in its letters' ``origin.file``
@@ -346,7 +347,8 @@ class FileSource:
             return
         self._committed = self.position_after(messages)
         if self._on_disk and self._committed["line"] >= self._on_disk_through:
-            self._forget_on_disk()  # the catch-up has passed every letter read back
+            self._forget_on_disk()  # the catch-up has passed every letter read back (a
+            # batch's letters may come in more than one call: decoder's, then a stage's)
         drop = self._committed["line"] - self._ends_first + 1
         if drop > 0:
             del self._ends[:drop]
@@ -434,7 +436,7 @@ class FileSource:
         first checkpoint), after the mark taken when that run started. Of those, only
         letters of this input (``origin.file`` as the dead run named it) are kept, and a
         letter is skipped only when it matches one of them exactly — same line number,
-        reason, detail and bytes — until the reading passes the last of their lines or the
+        reason, detail and bytes — until a checkpoint passes the last of their lines or the
         input is rotated; each read-back line skips one letter at most. Without a stored
         position nor a run mark (a fresh state) nothing is read back: every letter is
         written (trial 49, M1). A torn last line (a kill mid-append) is cut off here, and
@@ -512,9 +514,6 @@ class FileSource:
                 same = dead_letter_line(letter, cut.get(at) if cut else None, self._on_disk_as)
             if not _take(self._on_disk, same):
                 kept.append(line)
-        last = letters[-1].message.origin.line or 0
-        if last >= self._on_disk_through:
-            self._forget_on_disk()  # the reading has passed every letter read back
         return kept
 
     # -- reading ---------------------------------------------------------------------------

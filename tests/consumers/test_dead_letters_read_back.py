@@ -16,6 +16,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -68,7 +69,7 @@ def _run(source: str | Path, state: Path, dlq: Path, crash_at: int = 0) -> int:
             with pytest.raises(StageError, match="kill -9"):
                 run(file_source, stages, store, metrics, threading.Event(), config=NO_CHECKPOINT,
                     until_eof=True)  # fmt: skip
-            assert "offset" not in (store.get(file_source.state_key) or {})  # no position
+            assert "offset" not in (store.get(str(file_source.state_key)) or {})  # no position
         else:
             run(file_source, stages, store, metrics, threading.Event(), config=NO_CHECKPOINT,
                 until_eof=True)  # fmt: skip
@@ -105,7 +106,7 @@ def test_a_kill_before_the_first_checkpoint_writes_each_letter_once(tmp_path: Pa
     state = tmp_path / "state.db"
     _run(source, state, dlq, crash_at=4)  # batches of 2: letters of lines 3 and 6 written
     with StateStore.open(state) as store:  # the mark the run stored before its first letter
-        mark = store.get(FileSource(str(source)).state_key)["run"]
+        mark = store.get(str(FileSource(str(source)).state_key))["run"]
     assert mark["dlq"]["size"] == earlier_size
     assert mark["file"] == str(source)
     assert _origin_lines(dlq) == [3, 6, 9, 12, 3, 6]
@@ -136,7 +137,11 @@ def test_a_restart_with_the_path_spelled_otherwise_writes_each_letter_once(
 def _drain(source: FileSource, polls: int) -> None:
     for _ in range(polls):
         messages = source.poll(100, 20)
-        bad = [DeadLetter(m, "not_json", "x") for m in messages if not m.value.startswith(b"{")]
+        bad = [
+            DeadLetter(m, "not_json", "x")
+            for m in messages
+            if not (m.value or b"").startswith(b"{")
+        ]
         source.dead_letter(bad)
         source.sync_dead_letters()
 
@@ -192,3 +197,27 @@ def test_a_rotation_after_a_restart_forgets_the_letters_read_back(tmp_path: Path
             break
     again.close()
     assert _origin_lines(dlq) == [1, 1]
+
+
+def test_a_batch_whose_letters_come_in_two_calls_is_written_once(tmp_path: Path) -> None:
+    """A batch's letters reach the source in more than one call (the decoder's, then the
+    whole batch as ``processing_failed`` when a stage raised): the letters read back are kept
+    until a checkpoint passes them, not dropped after the first call reaches their last line."""
+    source, dlq = tmp_path / "events.jsonl", tmp_path / "events.jsonl.dlq.jsonl"
+    source.write_text(f"{_event(1)}\nnot json 2\n")
+
+    def one_run(state: dict[str, Any] | None) -> FileSource:
+        reader = FileSource(str(source), dlq_path=dlq)
+        reader.restore(state)
+        messages = reader.poll(10, 0)
+        reader.dead_letter([DeadLetter(messages[1], "not_json", "x")])
+        reader.dead_letter([DeadLetter(m, "processing_failed", "boom") for m in messages])
+        reader.sync_dead_letters()
+        reader.close()
+        return reader
+
+    mark = FileSource(str(source), dlq_path=dlq).run_mark()
+    one_run(None)  # killed before its checkpoint
+    assert _origin_lines(dlq) == [2, 1, 2]
+    assert one_run(mark).dead_letters == 3  # counted again
+    assert _origin_lines(dlq) == [2, 1, 2]  # written once
