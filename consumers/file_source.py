@@ -222,6 +222,9 @@ class FileSource:
         self.name = "stdin" if self.is_stdin else "file"
         self.follow = follow
         self.state_key = None if self.is_stdin else f"source/file:{Path(path).resolve()}"
+        #: State key of the run mark (:meth:`run_mark`), apart from the position's key so a
+        #: version without run marks finds no position rather than a position it cannot read
+        self.run_mark_key = None if self.is_stdin else f"source/file-run:{Path(path).resolve()}"
         self.dlq_path = Path(
             dlq_path or ("stdin.dlq.jsonl" if self.is_stdin else f"{path}.dlq.jsonl")
         )
@@ -416,14 +419,63 @@ class FileSource:
                 "dlq": file_mark(self.dlq_path), "file": self.path}  # fmt: skip
 
     def run_mark(self) -> dict[str, Any]:
-        """The position to store, durably, when a run starts without one (a fresh state),
-        before it writes any dead letter: ``{"run": {"dlq": file_mark, "file": name}}`` —
-        the dead-letter file's identity and size now
-        (:func:`service.files.append_only.file_mark`) and this input's name as its letters
-        give it (``origin.file``). A restart that finds it (no checkpoint replaced it: a
-        kill -9 before the first) does not write again the letters this run appends after
-        that size (:meth:`restore`); a state without it reads nothing back."""
-        return {"run": {"dlq": file_mark(self.dlq_path), "file": self.path}}
+        """The run mark to store, durably, before the first dead letter of a run that started
+        without a stored position (a fresh state), under :attr:`run_mark_key`::
+
+            {"dlq": {"dev", "ino", "size"}, "file": name,
+             "input": {"dev", "ino", "head_bytes", "head"}}
+
+        ``dlq``: the dead-letter file's identity and size now
+        (:func:`service.files.append_only.file_mark`; the file is created first, empty, so
+        its identity is known); ``file``: this input's name as its letters give it
+        (``origin.file``); ``input``: the input file's ``st_dev``/``st_ino`` and the SHA-256
+        (hex) of its first ``head_bytes`` bytes (``min(size, 1024)``, the head a stored
+        position holds). A restart that finds it (no checkpoint followed: a kill -9 before
+        the first) reads back the letters appended after that size, if the input and the
+        dead-letter file are the same files (:meth:`resume_run`).
+
+        :raises OSError: the dead-letter file cannot be created.
+        """
+        if self._dlq is None:
+            self._dlq = AppendOnlyFile(self.dlq_path)  # 0600: raw bytes of events
+        self._dlq.append(b"")  # creates it: a mark of a missing file would fit any file
+        return {"dlq": file_mark(self.dlq_path), "file": self.path,
+                "input": self._input.identity()}  # fmt: skip
+
+    def resume_run(self, mark: Any) -> bool:
+        """Take up a run mark found at start (:meth:`run_mark`; call after
+        :meth:`restore` ``(None)``): when its input is this file (same ``st_dev``/``st_ino``,
+        same head) and its dead-letter file is :attr:`dlq_path` (same ``st_dev``/``st_ino``,
+        not shorter), read back the letters of this input after it, so the letters a run
+        killed before its first checkpoint wrote are counted again but not written again.
+
+        Returns:
+            ``True`` when the mark was taken up (it stays the run's mark); ``False`` when
+            there is none, or it is another input's or another dead-letter file's (an input
+            replaced, a file rotated or deleted before the restart): nothing is read back,
+            and this run needs a mark of its own.
+        """
+        if self.is_stdin or not isinstance(mark, dict):
+            return False
+        dlq, identity = mark.get("dlq"), mark.get("input")
+        if not isinstance(dlq, dict) or not isinstance(identity, dict):
+            return False
+        now = file_mark(self.dlq_path)
+        if dlq.get("dev") is None or (dlq.get("dev"), dlq.get("ino")) != (now["dev"], now["ino"]):
+            log.info("%s is not the dead-letter file of the run mark: nothing read back",
+                     self.dlq_path)  # fmt: skip
+            return False
+        if now["size"] < int(dlq.get("size") or 0) or not self._input.is_same(identity):
+            log.info("%s or its dead-letter file is not the run mark's: nothing read back",
+                     self.path)  # fmt: skip
+            return False
+        self._recognise_written(dlq, mark.get("file"))
+        return True
+
+    @property
+    def reads_back(self) -> bool:
+        """True while letters read back at start wait for their lines (:meth:`restore`)."""
+        return bool(self._on_disk)
 
     def restore(self, state: dict[str, Any] | None) -> None:
         """Resume from a stored position (``None``: from the top). Call before :meth:`poll`.
@@ -432,23 +484,18 @@ class FileSource:
         second time (each is counted again: the count died with the checkpoint). Only the
         letters of a process that died before a checkpoint counted them are read back: the
         whole lines after the ``dlq`` mark of the stored position (written after the last
-        checkpoint), or, when the state holds only a :meth:`run_mark` (a kill -9 before the
-        first checkpoint), after the mark taken when that run started. Of those, only
-        letters of this input (``origin.file`` as the dead run named it) are kept, and a
-        letter is skipped only when it matches one of them exactly — same line number,
-        reason, detail and bytes — until a checkpoint passes the last of their lines or the
-        input is rotated; each read-back line skips one letter at most. Without a stored
-        position nor a run mark (a fresh state) nothing is read back: every letter is
-        written (trial 49, M1). A torn last line (a kill mid-append) is cut off here, and
-        its letter written again."""
+        checkpoint), or, without a position, after the run mark of a run killed before its
+        first checkpoint (:meth:`resume_run`). Of those, only letters of this input
+        (``origin.file`` as the dead run named it) are kept, and a letter is skipped only
+        when it matches one of them exactly — same line number, reason, detail and bytes —
+        until a checkpoint passes the last of their lines or the input is rotated; each
+        read-back line skips one letter at most. Without a position nor a run mark (a fresh
+        state) nothing is read back: every letter is written (trial 49, M1). A torn last
+        line (a kill mid-append) is cut off here, and its letter written again."""
         if self.is_stdin:
             return
         if not state or "offset" not in state:
-            run = state.get("run") if state else None
-            if isinstance(run, dict):
-                self._recognise_written(run.get("dlq"), run.get("file"))
-            else:
-                self._recognise_written(None, None)  # nothing to read back; a torn tail cut
+            self._recognise_written(None, None)  # nothing to read back; a torn tail cut
             return
         offset, line = int(state["offset"]), int(state["line"])
         size = self._input.size()
@@ -777,6 +824,34 @@ class InputStream:
         if offset >= HEAD_BYTES:
             self._head = digest
         return digest
+
+    def identity(self) -> dict[str, Any]:
+        """``{"dev", "ino", "head_bytes", "head"}``: the file's ``st_dev``/``st_ino`` and the
+        :meth:`head_hash` of its first ``head_bytes = min(size, 1024)`` bytes (all ``None``
+        and 0 for a pipe)."""
+        if self._path is None or self._fd is None:
+            return {"dev": None, "ino": None, "head_bytes": 0, "head": None}
+        st = os.fstat(self._fd)
+        size = min(st.st_size, HEAD_BYTES)
+        return {"dev": st.st_dev, "ino": st.st_ino, "head_bytes": size,
+                "head": self.head_hash(size)}  # fmt: skip
+
+    def is_same(self, identity: Any) -> bool:
+        """True when ``identity`` (:meth:`identity`, taken earlier) is this file's: same
+        ``st_dev``/``st_ino``, at least ``head_bytes`` long, and the same first
+        ``head_bytes`` bytes (by SHA-256). A file replaced under its name, or rewritten in
+        place with another head, is not the same; a file grown by appends is."""
+        if self._path is None or self._fd is None or not isinstance(identity, dict):
+            return False
+        st = os.fstat(self._fd)
+        head_bytes = identity.get("head_bytes")
+        if not isinstance(head_bytes, int) or not 0 <= head_bytes <= HEAD_BYTES:
+            return False
+        return (
+            (identity.get("dev"), identity.get("ino")) == (st.st_dev, st.st_ino)
+            and st.st_size >= head_bytes
+            and identity.get("head") == self.head_hash(head_bytes)
+        )
 
     def replaced(self, read_offset: int) -> bool:
         """True if the file shrank below ``read_offset`` or its path now names another file."""
