@@ -83,7 +83,7 @@ from consumers.errors import ErrorCallback, GoldwatchConsumerError, default_on_e
 from service.events import FieldMapping
 from service.pacing import Backoff
 from service.pipeline import Pipeline, PipelineConfig
-from service.state import StateStore
+from service.state import StateError, StateStore
 from service.telemetry import BatchCounts, Metrics, build_metrics
 
 log = logging.getLogger(__name__)
@@ -398,6 +398,7 @@ class _Loop:
         self.marks: MarksRuns | None = None
         self.run_mark_key: str | None = None
         self.mark_due = False
+        self.mark_stored = False  # the state holds a run mark under run_mark_key
 
     def pending_dead_letters(self) -> int:
         """Dead letters the source holds in memory, not yet durable (0 unless it
@@ -429,7 +430,9 @@ class _Loop:
                 # this run stores one before its first dead letter (write_dead_letters)
                 self.marks = resumable
                 self.run_mark_key = resumable.run_mark_key
-                self.mark_due = not resumable.resume_run(self.engine.state.get(self.run_mark_key))
+                found = self.engine.state.get(self.run_mark_key)
+                self.mark_stored = found is not None
+                self.mark_due = not resumable.resume_run(found)
 
     def step(self, until_eof: bool) -> bool:
         """Poll once and handle what came; False when ``until_eof`` and the input has ended.
@@ -560,6 +563,7 @@ class _Loop:
         """
         if self.marks is not None and self.run_mark_key is not None:
             self.engine.state.write_unless({self.run_mark_key: self.marks.run_mark()}, {})
+            self.mark_stored = True
         self.mark_due = False
 
     def drop_run_mark(self) -> None:
@@ -568,10 +572,14 @@ class _Loop:
         49, M1 review: a mark left by a clean run that read nothing could later pass another
         run's letters off as its own)."""
         key, marks = self.run_mark_key, self.marks
-        if key is None or marks is None or marks.reads_back:
+        if key is None or marks is None or not self.mark_stored or marks.reads_back:
             return
-        self.engine.state.write_unless({key: None}, {})
-        self.run_mark_key, self.mark_due = None, False
+        try:
+            self.engine.state.write_unless({key: None}, {})
+        except StateError as exc:  # the run's work is done: a mark left is no reason to fail
+            log.warning("could not delete the run mark %s: %s", key, exc)
+            return
+        self.run_mark_key, self.mark_due, self.mark_stored = None, False, False
 
     def maybe_checkpoint(self) -> None:
         elapsed = time.monotonic() - self.last_checkpoint
@@ -598,7 +606,7 @@ class _Loop:
                 extra[mark_key] = None
             self.engine.checkpoint(extra)
             if mark_key is not None:
-                self.run_mark_key, self.mark_due = None, False
+                self.run_mark_key, self.mark_due, self.mark_stored = None, False, False
             if self.engine.state.durable:
                 _commit(self.source, messages, final)
             # else the state file is gone from its path and cannot be written there again
