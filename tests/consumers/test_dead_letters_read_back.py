@@ -2,8 +2,8 @@
 (trial 49, M1, and its review's blocker B3).
 
 Only the letters of a run that died before a checkpoint counted them are read back: after
-the stored position's ``dlq`` mark, or, before the first checkpoint, after the mark the run
-stored when it started (:meth:`FileSource.run_mark`). A fresh state reads nothing back, so
+the stored position's ``dlq`` mark, or, before the first checkpoint, after the run mark the run
+stored before its first letter (:meth:`FileSource.run_mark`). A fresh state reads nothing back, so
 a letter identical to one of an earlier run (a new file under the same name, a rotated
 file, the same run again on a new state) is written. Before (s49-t49's first fix), every
 start without a position read the whole dead-letter file back and dropped such letters:
