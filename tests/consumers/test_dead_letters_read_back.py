@@ -380,3 +380,31 @@ def test_a_run_mark_is_not_a_position_to_a_version_without_run_marks(tmp_path: P
     older.close()
     assert older.dead_letters == 4
     assert _origin_lines(dlq) == [3, 6, 3, 6, 9, 12]
+
+
+def test_a_restart_killed_after_its_first_checkpoint_writes_each_letter_at_least_once(
+    tmp_path: Path,
+) -> None:
+    """The re-review's case (i), documented as at least once (README, docs/security.md):
+    the first run is killed before any checkpoint after the letters of lines 3 and 6; the
+    restart (a checkpoint every 2 events) reads them back, checkpoints at line 2 — the
+    position's ``dlq`` mark is the file's size then, past lines 3 and 6 — and is killed in
+    its 2nd batch of events, having written no letter. The third run reads nothing back
+    after that mark and writes all 4 letters: 2 + 4 = 6 lines, 3 and 6 twice, none lost."""
+    source, dlq, state = tmp_path / "e.jsonl", tmp_path / "e.dlq.jsonl", tmp_path / "s.db"
+    source.write_text(TWELVE)
+    _killed_after_two_letters(source, state, dlq)
+    every_two = PipelineConfig(max_batch_size=2, commit_interval_s=3600, commit_every=2,
+                               status_interval_s=3600)  # fmt: skip
+    restart = FileSource(str(source), dlq_path=dlq)
+    with StateStore.open(state) as store:
+        with pytest.raises(StageError, match="kill -9"):
+            run(restart, Pipeline([CrashAt(2)]), store,
+                build_metrics(CollectorRegistry(), topics=["queries"]), threading.Event(),
+                config=every_two, until_eof=True)  # fmt: skip
+        assert store.get(str(restart.state_key))["line"] == 2
+        assert store.get(str(restart.run_mark_key)) is None  # the checkpoint deleted it
+    restart.close()
+    assert _origin_lines(dlq) == [3, 6]
+    assert _run(source, state, dlq) == 4
+    assert _origin_lines(dlq) == [3, 6, 3, 6, 9, 12]
