@@ -222,6 +222,9 @@ class FileSource:
         self.name = "stdin" if self.is_stdin else "file"
         self.follow = follow
         self.state_key = None if self.is_stdin else f"source/file:{Path(path).resolve()}"
+        #: State key of the run mark (:meth:`run_mark`), apart from the position's key so a
+        #: version without run marks finds no position rather than a position it cannot read
+        self.run_mark_key = None if self.is_stdin else f"source/file-run:{Path(path).resolve()}"
         self.dlq_path = Path(
             dlq_path or ("stdin.dlq.jsonl" if self.is_stdin else f"{path}.dlq.jsonl")
         )
@@ -233,10 +236,17 @@ class FileSource:
         self._make = message_factory(self.path)
         self._dlq: AppendOnlyFile | None = None
         self._unsynced = False  # dead letters written but not yet fsynced
-        #: SHA-256 of dead-letter lines written after the last checkpoint by a process that
-        #: died before it: when their lines are read again, those letters are not written
-        #: a second time (:meth:`restore`).
+        #: SHA-256 of dead-letter lines written after the last checkpoint (or after the start
+        #: of a run that died before its first) by a process that died before it: when their
+        #: lines are read again, those letters are not written a second time
+        #: (:meth:`restore`). Forgotten once a commit passes their last line
+        #: (:attr:`_on_disk_through`: every letter of those lines is then written) or the
+        #: input is rotated.
         self._on_disk: collections.Counter[bytes] = collections.Counter()
+        self._on_disk_through = 0
+        #: the input's name as the dead process wrote it in its letters' ``origin.file``
+        #: (the state key is the resolved path; a restart may spell it otherwise)
+        self._on_disk_as = self.path
         self._reset(offset=0, line=0)
         self.commits = 0
         self.dead_letters = 0
@@ -316,7 +326,7 @@ class FileSource:
             for letter in letters
         ]
         if self._on_disk:  # written before a crash, after the position resumed from
-            lines = [line for line in lines if not _take(self._on_disk, line)]
+            lines = self._not_on_disk(letters, lines)
         self._dlq.append(b"".join(lines), sync=False)  # whole, or not at all
         if cut:
             for letter in letters:
@@ -339,6 +349,9 @@ class FileSource:
         if not messages:
             return
         self._committed = self.position_after(messages)
+        if self._on_disk and self._committed["line"] >= self._on_disk_through:
+            self._forget_on_disk()  # the catch-up has passed every letter read back (a
+            # batch's letters may come in more than one call: decoder's, then a stage's)
         drop = self._committed["line"] - self._ends_first + 1
         if drop > 0:
             del self._ends[:drop]
@@ -403,11 +416,86 @@ class FileSource:
             raise ValueError(f"line {line} of {self.path} is not pending")
         offset = self._ends[index]
         return {"offset": offset, "line": line, "head": self._input.head_hash(offset),
-                "dlq": file_mark(self.dlq_path)}  # fmt: skip
+                "dlq": file_mark(self.dlq_path), "file": self.path}  # fmt: skip
+
+    def run_mark(self) -> dict[str, Any]:
+        """The run mark to store, durably, before the first dead letter of a run that started
+        without a stored position (a fresh state), under :attr:`run_mark_key`::
+
+            {"dlq": {"dev", "ino", "size"}, "file": name,
+             "input": {"dev", "ino", "head_bytes", "head"}}
+
+        ``dlq``: the dead-letter file's identity and size now
+        (:func:`service.files.append_only.file_mark`; the file is created first, empty, so
+        its identity is known); ``file``: this input's name as its letters give it
+        (``origin.file``); ``input``: the input file's ``st_dev``/``st_ino`` and the SHA-256
+        (hex) of its first ``head_bytes`` bytes (``min(size, 1024)``, the head a stored
+        position holds). A restart that finds it (no checkpoint followed: a kill -9 before
+        the first) reads back the letters appended after that size, if the input and the
+        dead-letter file are the same files (:meth:`resume_run`).
+
+        :raises OSError: the dead-letter file cannot be created.
+        """
+        if self._dlq is None:
+            self._dlq = AppendOnlyFile(self.dlq_path)  # 0600: raw bytes of events
+        self._dlq.append(b"")  # creates it: a mark of a missing file would fit any file
+        return {"dlq": file_mark(self.dlq_path), "file": self.path,
+                "input": self._input.identity()}  # fmt: skip
+
+    def resume_run(self, mark: Any) -> bool:
+        """Take up a run mark found at start (:meth:`run_mark`; call after
+        :meth:`restore` ``(None)``): when its input is this file (same ``st_dev``/``st_ino``,
+        same head) and its dead-letter file is :attr:`dlq_path` (same ``st_dev``/``st_ino``,
+        not shorter), read back the letters of this input after it, so the letters a run
+        killed before its first checkpoint wrote are counted again but not written again.
+
+        Returns:
+            ``True`` when the mark was taken up (it stays the run's mark); ``False`` when
+            there is none, or it is another input's or another dead-letter file's (an input
+            replaced, a file rotated or deleted before the restart): nothing is read back,
+            and this run needs a mark of its own.
+        """
+        if self.is_stdin or not isinstance(mark, dict):
+            return False
+        dlq, identity = mark.get("dlq"), mark.get("input")
+        if not isinstance(dlq, dict) or not isinstance(identity, dict):
+            return False
+        now = file_mark(self.dlq_path)
+        if dlq.get("dev") is None or (dlq.get("dev"), dlq.get("ino")) != (now["dev"], now["ino"]):
+            log.info("%s is not the dead-letter file of the run mark: nothing read back",
+                     self.dlq_path)  # fmt: skip
+            return False
+        if now["size"] < int(dlq.get("size") or 0) or not self._input.is_same(identity):
+            log.info("%s or its dead-letter file is not the run mark's: nothing read back",
+                     self.path)  # fmt: skip
+            return False
+        self._recognise_written(dlq, mark.get("file"))
+        return True
+
+    @property
+    def reads_back(self) -> bool:
+        """True while letters read back at start wait for their lines (:meth:`restore`)."""
+        return bool(self._on_disk)
 
     def restore(self, state: dict[str, Any] | None) -> None:
-        """Resume from a stored position (``None``: from the top). Call before :meth:`poll`."""
-        if not state or self.is_stdin:
+        """Resume from a stored position (``None``: from the top). Call before :meth:`poll`.
+
+        Dead letters already in :attr:`dlq_path` for the lines read again are not written a
+        second time (each is counted again: the count died with the checkpoint). Only the
+        letters of a process that died before a checkpoint counted them are read back: the
+        whole lines after the ``dlq`` mark of the stored position (written after the last
+        checkpoint), or, without a position, after the run mark of a run killed before its
+        first checkpoint (:meth:`resume_run`). Of those, only letters of this input
+        (``origin.file`` as the dead run named it) are kept, and a letter is skipped only
+        when it matches one of them exactly — same line number, reason, detail and bytes —
+        until a checkpoint passes the last of their lines or the input is rotated; each
+        read-back line skips one letter at most. Without a position nor a run mark (a fresh
+        state) nothing is read back: every letter is written (trial 49, M1). A torn last
+        line (a kill mid-append) is cut off here, and its letter written again."""
+        if self.is_stdin:
+            return
+        if not state or "offset" not in state:
+            self._recognise_written(None, None)  # nothing to read back; a torn tail cut
             return
         offset, line = int(state["offset"]), int(state["line"])
         size = self._input.size()
@@ -432,12 +520,48 @@ class FileSource:
         self._committed = {"offset": offset, "line": line, "head": state.get("head")}
         log.info("resuming %s at line %d (byte %d)", self.path, line, offset)
         # letters of the lines after the position, written before a crash: not again
-        written = lines_after(self.dlq_path, state.get("dlq"))
-        self._on_disk = collections.Counter(hashlib.sha256(raw + b"\n").digest() for raw in written)
+        self._recognise_written(state.get("dlq"), state.get("file"))
+
+    def _recognise_written(self, mark: Any, written_as: Any) -> None:
+        """Remember the dead-letter lines of this input after ``mark`` (:func:`file_mark`;
+        ``None``: none) so :meth:`dead_letter` does not write them again, and cut a torn
+        last line off the file (its letter is written again when its line is).
+        ``written_as``: the input's name in those letters (``None``: :attr:`path`)."""
+        self._on_disk_as = written_as if isinstance(written_as, str) else self.path
+        self._forget_on_disk()
+        for raw in lines_after(self.dlq_path, mark):
+            origin = _origin_of(raw)
+            if origin is None or origin[0] != self._on_disk_as:
+                continue  # another input's letter, HTTP ingest's, or unreadable
+            self._on_disk[hashlib.sha256(raw + b"\n").digest()] += 1
+            self._on_disk_through = max(self._on_disk_through, origin[1])
         if self._on_disk:
-            log.info("%d dead letters in %s are from lines after that position: they are "
-                     "counted again but not written again", sum(self._on_disk.values()),
+            log.info("%d dead letters in %s are from lines read again: they are counted "
+                     "again but not written again", sum(self._on_disk.values()),
                      self.dlq_path)  # fmt: skip
+        if self._dlq is None and self.dlq_path.is_file():
+            self._dlq = AppendOnlyFile(self.dlq_path)  # opening it cuts a torn tail
+            self._dlq.append(b"")
+
+    def _forget_on_disk(self) -> None:
+        self._on_disk.clear()
+        self._on_disk_through = 0
+
+    def _not_on_disk(self, letters: Sequence[DeadLetter], lines: list[bytes]) -> list[bytes]:
+        """``lines`` (of ``letters``) without those read back by :meth:`restore`; each
+        read-back line is used once. Compared as the dead run wrote them (its name of the
+        input, :attr:`_on_disk_as`)."""
+        kept: list[bytes] = []
+        renamed = self._on_disk_as != self.path
+        cut = self._cut_lines
+        for letter, line in zip(letters, lines, strict=True):
+            same = line
+            if renamed:
+                at = letter.message.origin.line or 0
+                same = dead_letter_line(letter, cut.get(at) if cut else None, self._on_disk_as)
+            if not _take(self._on_disk, same):
+                kept.append(line)
+        return kept
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -447,6 +571,7 @@ class FileSource:
     def _check_rotation(self) -> None:
         if self._input.replaced(self._buf_start + len(self._buf)):
             log.warning("%s was truncated or rotated: reading the new file from the top", self.path)
+            self._forget_on_disk()  # its line numbers start again: other lines, other letters
             self._input = self._input.reopen()
             self._reset(offset=0, line=0)
 
@@ -606,18 +731,34 @@ def _take(on_disk: collections.Counter[bytes], line: bytes) -> bool:
     return True
 
 
-def dead_letter_line(letter: DeadLetter, cut: tuple[int, str] | None = None) -> bytes:
+def _origin_of(raw: bytes) -> tuple[str, int] | None:
+    """``(origin.file, origin.line)`` of one dead-letter line, ``None`` if it has none."""
+    try:
+        origin = json.loads(raw).get("origin")
+        file, line = origin["file"], origin["line"]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    if not isinstance(file, str) or not isinstance(line, int):
+        return None
+    return file, line
+
+
+def dead_letter_line(
+    letter: DeadLetter, cut: tuple[int, str] | None = None, file: str | None = None
+) -> bytes:
     """One dead-letter JSON line (``\n``-terminated UTF-8): ``{"reason", "detail", "origin":
     {"file", "line"}, "value_b64"}``. ``cut``: the value is the prefix of a longer line, whose
     whole size in bytes and SHA-256 (hex) these are: the record then also has ``"truncated":
-    true``, ``value_bytes`` and ``value_sha256``, and a size in the detail is the whole line's."""
+    true``, ``value_bytes`` and ``value_sha256``, and a size in the detail is the whole line's.
+    ``file``: the name to give as ``origin.file`` instead of the letter's own."""
     origin = letter.message.origin
     value = letter.message.value
     detail = letter.detail
     if cut is not None and value is not None:
         detail = detail.replace(f"message is {len(value)} bytes", f"message is {cut[0]} bytes")
     head = {"reason": letter.reason, "detail": detail,
-            "origin": {"file": origin.file, "line": origin.line}}  # fmt: skip
+            "origin": {"file": origin.file if file is None else file,
+                       "line": origin.line}}  # fmt: skip
     # json.dumps(record, ensure_ascii=False) with "value_b64" fourth, spliced in as bytes:
     # base64 is ASCII with nothing JSON escapes, so scanning and copying it again through
     # json.dumps (a 1 MB line's 1.4 MB of text: ~4 ms, more than the encoding) adds nothing
@@ -683,6 +824,34 @@ class InputStream:
         if offset >= HEAD_BYTES:
             self._head = digest
         return digest
+
+    def identity(self) -> dict[str, Any]:
+        """``{"dev", "ino", "head_bytes", "head"}``: the file's ``st_dev``/``st_ino`` and the
+        :meth:`head_hash` of its first ``head_bytes = min(size, 1024)`` bytes (all ``None``
+        and 0 for a pipe)."""
+        if self._path is None or self._fd is None:
+            return {"dev": None, "ino": None, "head_bytes": 0, "head": None}
+        st = os.fstat(self._fd)
+        size = min(st.st_size, HEAD_BYTES)
+        return {"dev": st.st_dev, "ino": st.st_ino, "head_bytes": size,
+                "head": self.head_hash(size)}  # fmt: skip
+
+    def is_same(self, identity: Any) -> bool:
+        """True when ``identity`` (:meth:`identity`, taken earlier) is this file's: same
+        ``st_dev``/``st_ino``, at least ``head_bytes`` long, and the same first
+        ``head_bytes`` bytes (by SHA-256). A file replaced under its name, or rewritten in
+        place with another head, is not the same; a file grown by appends is."""
+        if self._path is None or self._fd is None or not isinstance(identity, dict):
+            return False
+        st = os.fstat(self._fd)
+        head_bytes = identity.get("head_bytes")
+        if not isinstance(head_bytes, int) or not 0 <= head_bytes <= HEAD_BYTES:
+            return False
+        return (
+            (identity.get("dev"), identity.get("ino")) == (st.st_dev, st.st_ino)
+            and st.st_size >= head_bytes
+            and identity.get("head") == self.head_hash(head_bytes)
+        )
 
     def replaced(self, read_offset: int) -> bool:
         """True if the file shrank below ``read_offset`` or its path now names another file."""

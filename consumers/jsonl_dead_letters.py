@@ -26,6 +26,8 @@ from service.files.append_only import (
     prepare_tail,
 )
 
+__all__ = ["DEAD_LETTER_MARK_KEY", "JsonlDeadLetters"]
+
 log = logging.getLogger(__name__)
 
 #: State key of the HTTP dead-letter file's identity and size at the last checkpoint.
@@ -124,11 +126,15 @@ class JsonlDeadLetters:
         under the engine lock after :meth:`flush`, so every counted letter is in it."""
         return {DEAD_LETTER_MARK_KEY: file_mark(self.path)}
 
-    def recover(self, mark: Any) -> int:
+    def recover(self, mark: Any, origin: str | None = None) -> int:
         """Read back the letters after the last checkpoint's ``mark``
         (:meth:`checkpoint_mark`): written by a process that died before a checkpoint
         counted them. A retry of their request then counts them without writing them again
-        (:meth:`admit`). Nothing is read without a mark (a state from before this version),
+        (:meth:`admit`). A fresh state has its mark written when the service starts, before
+        any letter (trial 49, M1), so a kill -9 before the first checkpoint recovers that
+        run's letters only. ``origin``: only letters whose ``origin.file`` is this are read
+        back (``None``: all; the file may be shared with a file source's letters). Nothing
+        is read without a mark (a state from before this version),
         when the file is another one or not longer than the mark
         (:func:`service.files.append_only.lines_after`); at most :attr:`MAX_RECOVERED_BYTES`
         from the end, at most :attr:`MAX_UNACKNOWLEDGED` identities. Lines that do not parse
@@ -140,7 +146,7 @@ class JsonlDeadLetters:
         found = 0
         with self._lock:
             for line in lines_after(self.path, mark, self.MAX_RECOVERED_BYTES):
-                key = _line_identity(line)
+                key = _line_identity(line, origin)
                 if key is None:
                     continue
                 self._uncounted[key] = self._uncounted.get(key, 0) + 1
@@ -249,13 +255,18 @@ def _take(memory: OrderedDict[bytes, int], key: bytes) -> bool:
     return True
 
 
-def _line_identity(line: bytes) -> bytes | None:
+def _line_identity(line: bytes, origin: str | None = None) -> bytes | None:
     """The :func:`_letter_identity` of one dead-letter line (``dead_letter_line``), or
-    ``None`` for a blank or unreadable line or a cut letter (its value is a prefix)."""
+    ``None`` for a blank or unreadable line, a cut letter (its value is a prefix) or, when
+    ``origin`` is given, a letter whose ``origin.file`` is another."""
     try:
         record = json.loads(line)
         if not isinstance(record, dict) or record.get("truncated"):
             return None
+        if origin is not None:
+            where = record.get("origin")
+            if not isinstance(where, dict) or where.get("file") != origin:
+                return None
         raw = record.get("value_b64")
         value = base64.b64decode(raw, validate=True) if raw is not None else b""
         reason = record["reason"]

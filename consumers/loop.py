@@ -83,7 +83,7 @@ from consumers.errors import ErrorCallback, GoldwatchConsumerError, default_on_e
 from service.events import FieldMapping
 from service.pacing import Backoff
 from service.pipeline import Pipeline, PipelineConfig
-from service.state import StateStore
+from service.state import StateError, StateStore
 from service.telemetry import BatchCounts, Metrics, build_metrics
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,24 @@ class Resumable(Protocol):
     def position_after(self, messages: Sequence[RawMessage]) -> dict[str, Any]: ...
 
     def restore(self, state: dict[str, Any] | None) -> None: ...
+
+
+@runtime_checkable
+class MarksRuns(Protocol):
+    """A :class:`Resumable` source that, without a stored position, stores a run mark under
+    ``run_mark_key`` before its first dead letter (where its letters start, and which input
+    and dead-letter file they are of), so a restart after a kill -9 before the first
+    checkpoint does not write them again (trial 49, M1). The mark is not a position: a
+    version without run marks does not read that key, and starts afresh."""
+
+    run_mark_key: str | None
+
+    @property
+    def reads_back(self) -> bool: ...
+
+    def run_mark(self) -> dict[str, Any]: ...
+
+    def resume_run(self, mark: Any) -> bool: ...
 
 
 def _pending_dead_letters(source: Source) -> int:
@@ -374,6 +392,13 @@ class _Loop:
         self.busy = threading.Lock()
         #: what a revoke checkpoint raised, raised again on the consumer thread
         self.revoke_failure: BaseException | None = None
+        #: the source's run mark (:class:`MarksRuns`), while there is no stored position:
+        #: its key (deleted by the first checkpoint, or at a clean end that read nothing
+        #: back), and whether it is still to be stored before this run's first dead letter
+        self.marks: MarksRuns | None = None
+        self.run_mark_key: str | None = None
+        self.mark_due = False
+        self.mark_stored = False  # the state holds a run mark under run_mark_key
 
     def pending_dead_letters(self) -> int:
         """Dead letters the source holds in memory, not yet durable (0 unless it
@@ -397,7 +422,17 @@ class _Loop:
         if resumable is not None and resumable.state_key:
             key = resumable.state_key
             position = self.engine.positions.get(key)
-            resumable.restore(position if position is not None else self.engine.state.get(key))
+            if position is None:
+                position = self.engine.state.get(key)
+            resumable.restore(position)
+            if position is None and isinstance(resumable, MarksRuns) and resumable.run_mark_key:
+                # no position: a run killed before its first checkpoint left a run mark, or
+                # this run stores one before its first dead letter (write_dead_letters)
+                self.marks = resumable
+                self.run_mark_key = resumable.run_mark_key
+                found = self.engine.state.get(self.run_mark_key)
+                self.mark_stored = found is not None
+                self.mark_due = not resumable.resume_run(found)
 
     def step(self, until_eof: bool) -> bool:
         """Poll once and handle what came; False when ``until_eof`` and the input has ended.
@@ -496,6 +531,8 @@ class _Loop:
         delays, disk_failures = DEAD_LETTER_BACKOFF.delays(), 0
         while True:
             try:
+                if self.mark_due and dead:
+                    self.store_run_mark()
                 self.source.dead_letter(dead)
                 return
             except _source_errors(OSError) as exc:
@@ -517,6 +554,33 @@ class _Loop:
                 )
                 self.stop_event.wait(delay)
 
+    def store_run_mark(self) -> None:
+        """Store the source's run mark durably (before this run's first dead letter: a kill
+        after it leaves the letters it marks).
+
+        :raises OSError: the dead-letter file cannot be created (retried as a write is).
+        :raises StateError: the state cannot be written.
+        """
+        if self.marks is not None and self.run_mark_key is not None:
+            self.engine.state.write_unless({self.run_mark_key: self.marks.run_mark()}, {})
+            self.mark_stored = True
+        self.mark_due = False
+
+    def drop_run_mark(self) -> None:
+        """At a clean end without a checkpointed position: delete the run mark, unless it
+        still marks letters read back from a dead run that this run has not reached (trial
+        49, M1 review: a mark left by a clean run that read nothing could later pass another
+        run's letters off as its own)."""
+        key, marks = self.run_mark_key, self.marks
+        if key is None or marks is None or not self.mark_stored or marks.reads_back:
+            return
+        try:
+            self.engine.state.write_unless({key: None}, {})
+        except StateError as exc:  # the run's work is done: a mark left is no reason to fail
+            log.warning("could not delete the run mark %s: %s", key, exc)
+            return
+        self.run_mark_key, self.mark_due, self.mark_stored = None, False, False
+
     def maybe_checkpoint(self) -> None:
         elapsed = time.monotonic() - self.last_checkpoint
         if self.pending_count >= self.config.commit_every or (
@@ -533,11 +597,16 @@ class _Loop:
             self.sync_dead_letters()
             if not self.pending_dead_letters():
                 self.engine.settle()  # every dead letter durable (the checkpoint may still fail)
-            extra = {}
+            extra: dict[str, Any] = {}
             resumable = self.can.resumable
             if resumable is not None and resumable.state_key:
                 extra[resumable.state_key] = resumable.position_after(messages)
+            mark_key = self.run_mark_key
+            if mark_key is not None:  # a position from now on: the run mark is done
+                extra[mark_key] = None
             self.engine.checkpoint(extra)
+            if mark_key is not None:
+                self.run_mark_key, self.mark_due, self.mark_stored = None, False, False
             if self.engine.state.durable:
                 _commit(self.source, messages, final)
             # else the state file is gone from its path and cannot be written there again
@@ -682,6 +751,7 @@ def run(
         with gc_paused(), loop.busy:
             loop.raise_revoke_failure()
             loop.checkpoint(final=True)
+            loop.drop_run_mark()
     except BaseException:
         if isinstance(source, MarksFailure):
             source.mark_failed()

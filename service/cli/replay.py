@@ -39,7 +39,8 @@ from service.cli.common import (
     type=FilePath(path_type=Path, dir_okay=False),
     default=None,
     help="Dead-letter JSONL (default: <FILE>.replay.dlq.jsonl, emptied first; with --state, "
-    "source.dlq_path or <FILE>.dlq.jsonl, appended to).",
+    "source.dlq_path or <FILE>.dlq.jsonl, appended to; give each state its own: two states "
+    "sharing one can lose or double letters across a kill).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @html_option

@@ -286,7 +286,13 @@ class Runtime:
             # letters written after the last checkpoint (a kill -9 before it) are not written
             # again when their request is retried: each checkpoint notes how far it counts
             self.engine.checkpoint_extras.append(self.http_dead_letters.checkpoint_mark)
-            self.http_dead_letters.recover(self.state.get(DEAD_LETTER_MARK_KEY))
+            mark = self.state.get(DEAD_LETTER_MARK_KEY)
+            if mark is None:  # a fresh state: note the file as it is now, durably, before any
+                # letter is written, so a kill -9 before the first checkpoint leaves a mark
+                # after which the letters are this run's (trial 49, M1); older ones are not
+                mark = self.http_dead_letters.checkpoint_mark()[DEAD_LETTER_MARK_KEY]
+                self.state.write_unless({DEAD_LETTER_MARK_KEY: mark}, {})  # counts nothing
+            self.http_dead_letters.recover(mark, origin=HTTP_SOURCE)
             self.gold_runs = GoldRuns(
                 settings, on_run=self._gold_run_finished, on_failure=self._gold_run_failed
             )

@@ -193,7 +193,8 @@ class SourceConfig(_Frozen):
             (so with a file source, HTTP ingest's dead letters are in the latter). A Kafka
             source always writes its ``<topic>.dlq`` topic. ``goldwatch replay`` without
             ``--state`` ignores it: it writes its own ``<file>.replay.dlq.jsonl`` (or
-            ``--dlq``), emptied at each run.
+            ``--dlq``), emptied at each run. Give each state its own dead-letter file:
+            two states sharing one can lose or double letters across a kill.
     """
 
     kind: Literal["kafka", "file", "stdin", "none"] = "none"

@@ -48,6 +48,7 @@ def test_one_message_per_line_blank_lines_counted(tmp_path: Path) -> None:
         "line": 5,
         "head": source.position_after(messages)["head"],
         "dlq": {"dev": None, "ino": None, "size": 0},  # no dead letter written yet
+        "file": str(path),  # the name its letters give (origin.file)
     }
 
 
