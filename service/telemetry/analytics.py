@@ -479,7 +479,9 @@ class AnalyticsMetrics:
         """Take ``topic`` off the topic label (the refreshed label set no longer has it: the
         ``novel`` label once the novelty detector labels nothing, a gold-set refresh having
         left it uncalibrated) and remove its series, ``questions_by_topic`` and the topic
-        ``gold_share``: the counter of a category no question can be counted under any more
+        ``gold_share`` and ``coverage_gap`` (a gauge no later report sets once the label is
+        gone: it would keep its last gap; review of s50-novel): the counter of a category no
+        question can be counted under any more
         would stand flat with its old total and read as a measured 0 % share (review of
         s49-novel), as :meth:`set_gold_shares` removes a category a dimension no longer
         counts. A label added again later (:meth:`add_topic_labels`, the detector calibrated
@@ -491,7 +493,8 @@ class AnalyticsMetrics:
         object.__setattr__(self, "topic_labels", labels)
         object.__setattr__(self, "topic_labels_at_start", start)
         for series, names in ((self.questions_by_topic, (topic,)),
-                              (self.gold_share, ("topic", topic))):  # fmt: skip
+                              (self.gold_share, ("topic", topic)),
+                              (self.coverage_gap, ("topic", topic))):  # fmt: skip
             try:
                 series.remove(*names)
             except KeyError:  # never set: nothing to remove

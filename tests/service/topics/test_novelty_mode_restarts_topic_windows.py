@@ -132,11 +132,17 @@ def test_the_novel_label_and_its_series_go_when_novelty_stops_labelling() -> Non
     metrics.set_gold_shares({"topic": {"a": 2, "b": 1, NOVEL: 1}})
     novel_share = {"dimension": "topic", "category": NOVEL}
     assert registry.get_sample_value("goldwatch_gold_share_ratio", novel_share) == 0.25
+    metrics.coverage_gap.labels(dimension="topic", category=NOVEL).set(0.0265)
+    metrics.coverage_gap.labels(dimension="topic", category="a").set(0.01)
     assert metrics.remove_topic_label(NOVEL)
     assert metrics.topic_labels == ("a", "b", "und", "other")
     assert not metrics.remove_topic_label(NOVEL)
     assert registry.get_sample_value("goldwatch_questions_by_topic_total", {"topic": NOVEL}) is None
     assert registry.get_sample_value("goldwatch_gold_share_ratio", novel_share) is None
+    # a gap gauge no later report sets would keep drawing its last value (review of s50-novel)
+    assert registry.get_sample_value("goldwatch_coverage_gap_ratio", novel_share) is None
+    gap_a = {"dimension": "topic", "category": "a"}
+    assert registry.get_sample_value("goldwatch_coverage_gap_ratio", gap_a) == 0.01
     metrics.set_gold_shares({"topic": {"a": 2, "b": 2}})
     assert registry.get_sample_value("goldwatch_gold_share_ratio", novel_share) is None
     # calibrated again: the label returns, its counter from 0
