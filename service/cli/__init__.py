@@ -18,6 +18,7 @@ model, web server or Kafka client (``tests/cli/test_lazy_imports.py``).
 from __future__ import annotations
 
 import logging
+import sys
 
 import click
 
@@ -61,6 +62,12 @@ __all__ = [
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 def main(verbose: int) -> None:
     """goldwatch: know, on live traffic, whether your RAG retrieval still works."""
+    # Entry-point retrievers (and custom stages) live in the user's project: every command
+    # imports them from the current folder first, then the Python path, as uvicorn and pytest
+    # do (README, "entrypoint retriever"). The console script's sys.path[0] is its bin folder,
+    # not the current one, so without this only `python -m` found them.
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Keep third-party chatter (HTTP clients, Kafka internals) quiet: their INFO lines (httpx

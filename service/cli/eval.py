@@ -138,10 +138,6 @@ def eval_command(
     from service.evaluation.report import depth_line, gold_set_line, render_json, render_text
     from service.retrievers.base import RetrieverError
 
-    # Entry-point retrievers live in the user's project: import them from the current
-    # folder, as uvicorn and pytest do.
-    if "" not in sys.path and "." not in sys.path:
-        sys.path.insert(0, "")
     settings = _settings(config)
     try:
         request = eval_job.EvalRequest(

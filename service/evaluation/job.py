@@ -44,6 +44,7 @@ from service.evaluation.ir_metrics import parse_measure
 from service.evaluation.report import FailedGate, GoldSetSummary, breakdown_k
 from service.evaluation.trec import read_qrels, read_run
 from service.records import Run
+from service.retrievers.base import mark_failed_retriever
 from service.retrievers.registry import build_retrievers
 from service.settings import Settings
 
@@ -237,9 +238,13 @@ def retrieved_runs(
             disable=None if request.progress else True,
             leave=False,
         ) as bar:
-            runs[name] = retrieve_run(
-                retrievers[name], questions, depth, settings.eval.batch_size, bar.update
-            )
+            try:
+                runs[name] = retrieve_run(
+                    retrievers[name], questions, depth, settings.eval.batch_size, bar.update
+                )
+            except Exception as exc:
+                mark_failed_retriever(exc, name, "search")
+                raise
         order = getattr(retrievers[name], "returned_order", None)
         if order is not None:  # an entrypoint or HTTP retriever: lists as returned, unsorted
             orders[name] = (order.rising, order.ordered)

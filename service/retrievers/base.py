@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from service.errors import GoldwatchError
 from service.records import ScoredDoc
@@ -14,6 +14,29 @@ class RetrieverError(GoldwatchError, RuntimeError):
 
     The message never includes the question text (it may hold personal data).
     """
+
+
+FailedStage = Literal["build", "search"]
+"""Where a retriever failed: ``"build"`` (importing, configuring, constructing it: no question
+was sent yet) or ``"search"`` (answering questions)."""
+
+_FAILED_RETRIEVER = "goldwatch_failed_retriever"
+
+
+def mark_failed_retriever(exc: BaseException, name: str, stage: FailedStage) -> None:
+    """Record on ``exc`` which retriever failed and in which stage, keeping its type.
+
+    The first mark wins, so a hybrid's failing member is named rather than the hybrid. Read
+    it back with :func:`failed_retriever` (the gold-set run's failure log names it).
+    """
+    if getattr(exc, _FAILED_RETRIEVER, None) is None:
+        setattr(exc, _FAILED_RETRIEVER, (name, stage))
+
+
+def failed_retriever(exc: BaseException) -> tuple[str, FailedStage] | None:
+    """``(retriever name, stage)`` marked by :func:`mark_failed_retriever`, or ``None``."""
+    mark: tuple[str, FailedStage] | None = getattr(exc, _FAILED_RETRIEVER, None)
+    return mark
 
 
 @runtime_checkable

@@ -28,7 +28,7 @@ from service.embeddings.model import shared_embedder
 from service.embeddings.protocol import Embedder
 from service.files.fit_cache import Memo, digest, no_memo
 from service.records import Passage
-from service.retrievers.base import Retriever
+from service.retrievers.base import Retriever, mark_failed_retriever
 from service.retrievers.bm25 import BM25Retriever
 from service.retrievers.dense import DenseRetriever
 from service.retrievers.entrypoint import EntrypointRetriever
@@ -203,11 +203,15 @@ def build_retrievers(
         if name in building:
             raise ValueError(f"hybrid members form a cycle: {' -> '.join([*building, name])}")
         building.append(name)
-        config = config_of(name)
-        built[name] = build_retriever(
-            config, corpus, resolve,
-            embedder=dense_embedder() if config.kind == "dense" else None, memo=memo,
-        )  # fmt: skip
+        try:
+            config = config_of(name)
+            built[name] = build_retriever(
+                config, corpus, resolve,
+                embedder=dense_embedder() if config.kind == "dense" else None, memo=memo,
+            )  # fmt: skip
+        except Exception as exc:
+            mark_failed_retriever(exc, name, "build")
+            raise
         building.pop()
         return built[name]
 

@@ -43,9 +43,10 @@ from service.evaluation.job import EvalRequest, load_gold, retrieved_runs, retri
 from service.files.private import PRIVATE_MODE
 from service.quality.acl import AccessPolicy
 from service.records import Run
+from service.retrievers.base import failed_retriever
 from service.settings import Settings
 
-__all__ = ["GoldRuns", "run_gold_set"]
+__all__ = ["GoldRuns", "failure_line", "run_gold_set"]
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,34 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
     }
 
 
+def failure_line(exc: BaseException) -> str:
+    """The log line's text for a failed gold-set run: which retriever, the exception's class
+    and its cause's class, and — only for a retriever that failed while being imported,
+    configured or built — the message.
+
+    What is logged is decided by where the run failed, not by the exception's type: a
+    retriever's build stage (:func:`~service.retrievers.base.mark_failed_retriever`, stage
+    ``"build"``) has seen no question, and its messages are goldwatch's own (entry point, module,
+    params, the import error); anything raised while retrieving (stage ``"search"``) or
+    outside a retriever may carry a question or other user data in its message (a user's
+    retriever raising ``KeyError(question)``), so only class names are logged.
+
+    Returns:
+        e.g. ``"retriever 'mine' failed while loading: ValueError: entrypoint 'm:f': cannot
+        import 'm' (ModuleNotFoundError: No module named 'm')"``, ``"retriever 'mine' failed
+        while retrieving: RetrieverError (cause: KeyError)"`` or ``"OSError"``.
+    """
+    kind = type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    marked = failed_retriever(exc)
+    if marked is not None and marked[1] == "build":
+        return f"retriever {marked[0]!r} failed while loading: {kind}: {exc}"
+    text = kind if cause is None else f"{kind} (cause: {type(cause).__name__})"
+    if marked is not None:
+        return f"retriever {marked[0]!r} failed while retrieving: {text}"
+    return text
+
+
 class GoldRuns:
     """The latest gold-set run; one run at a time, in a background thread.
 
@@ -238,7 +267,7 @@ class GoldRuns:
             run = self._runner(self.settings, trigger)
         except Exception as exc:  # a failed run is reported, never kills the service
             self.last_error = type(exc).__name__
-            log.error("gold-set run failed: %s", self.last_error)
+            log.error("gold-set run failed: %s", failure_line(exc))
             self._on_failure(self.last_error)
             return
         self.latest, self.last_error = run, None

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from service.settings import Settings, load_settings
-from service.shadow.gold_runs import GoldRuns, run_gold_set
+from service.shadow.gold_runs import GoldRuns, failure_line, run_gold_set
 from service.telemetry import build_shadow_metrics
 
 # Fixed rankings, best first, by question text.
@@ -142,6 +142,52 @@ def test_a_failed_run_is_reported_not_raised(settings: Settings) -> None:
     runs = GoldRuns(settings, on_failure=failures.append, runner=broken)
     assert runs.start() and runs.wait(10)
     assert failures == ["OSError"] and runs.last_error == "OSError" and runs.latest is None
+
+
+def leaky(question: str, k: int) -> list[tuple[str, float]]:
+    raise KeyError(question)  # a user's retriever whose error carries the question
+
+
+def _failure(settings: Settings, **changes: Any) -> BaseException:
+    changed = settings.model_copy(update=changes)
+    with pytest.raises(Exception) as caught:
+        run_gold_set(changed, "test")
+    return caught.value
+
+
+def test_failure_line_of_a_retriever_failing_on_a_question_keeps_only_classes(
+    settings: Settings,
+) -> None:
+    retrievers = [r.model_copy(update={"entrypoint": f"{__name__}:leaky"}) if r.name == "cand"
+                  else r for r in settings.retrievers]  # fmt: skip
+    line = failure_line(_failure(settings, retrievers=retrievers))
+    # prod answers; cand raises KeyError("fee due?") on the first question, wrapped by the
+    # entrypoint retriever: names and classes only, never the question
+    assert line == "retriever 'cand' failed while retrieving: RetrieverError (cause: KeyError)"
+
+
+def test_failure_line_of_an_unimportable_retriever_gives_the_import_message(
+    settings: Settings,
+) -> None:
+    retrievers = [r.model_copy(update={"entrypoint": "no_such_module_s50:search"})
+                  if r.name == "prod" else r for r in settings.retrievers]  # fmt: skip
+    line = failure_line(_failure(settings, retrievers=retrievers))
+    assert line == (
+        "retriever 'prod' failed while loading: ValueError: entrypoint "
+        "'no_such_module_s50:search': cannot import 'no_such_module_s50' "
+        "(ModuleNotFoundError: No module named 'no_such_module_s50')"
+    )
+
+
+def test_failure_line_outside_a_retriever_is_the_class_only() -> None:
+    try:
+        try:
+            raise KeyError("user text")
+        except KeyError as inner:
+            raise OSError("disk full: user text") from inner
+    except OSError as exc:
+        assert failure_line(exc) == "OSError (cause: KeyError)"
+    assert failure_line(ValueError("user text")) == "ValueError"
 
 
 def test_one_run_at_a_time(settings: Settings) -> None:
