@@ -118,6 +118,21 @@ def test_a_centred_topic_model_never_takes_the_remembered_value() -> None:
     assert centred.assign("bus pass for students").neighbour != 0.875
 
 
+def _memo_hits(scope: EmbeddingScopeStage, topic: TopicStage) -> int:
+    """Run one two-question batch through the scope stage, then the topic stage; the topic
+    model's nearest-similarity memo hits it counted (2: both taken from the scope's products)."""
+    questions = ["is there a bus from the railway station to campus",
+                 "Can I bring my pet iguana to the convocation ceremony?"]  # fmt: skip
+    events = [types.SimpleNamespace(question=q, retrieval=None) for q in questions]
+    notes: list[dict[str, object]] = [{"refused": False, "language": "en"} for _ in questions]
+    batch = types.SimpleNamespace(events=events, annotations=notes)
+    memo = topic.model.embedder.nearest  # type: ignore[attr-defined]
+    hits = memo.hits
+    scope.process(batch)  # type: ignore[arg-type]
+    topic.process(batch)  # type: ignore[arg-type]
+    return int(memo.hits - hits)
+
+
 @pytest.mark.slow
 def test_the_scope_stage_runs_before_the_topic_stage_which_takes_its_values() -> None:
     demo = load_gold_set(demo_path("gold.jsonl"))
@@ -130,16 +145,7 @@ def test_the_scope_stage_runs_before_the_topic_stage_which_takes_its_values() ->
     assert names.index("scope") < names.index("topic")
     scope = next(st for st in analytics.stages if isinstance(st, EmbeddingScopeStage))
     topic = next(st for st in analytics.stages if isinstance(st, TopicStage))
-    questions = ["is there a bus from the railway station to campus",
-                 "Can I bring my pet iguana to the convocation ceremony?"]  # fmt: skip
-    events = [types.SimpleNamespace(question=q, retrieval=None) for q in questions]
-    notes: list[dict[str, object]] = [{"refused": False, "language": "en"} for _ in questions]
-    batch = types.SimpleNamespace(events=events, annotations=notes)
-    memo = topic.model.embedder.nearest  # type: ignore[attr-defined]
-    hits = memo.hits
-    scope.process(batch)  # type: ignore[arg-type]
-    topic.process(batch)  # type: ignore[arg-type]
-    assert memo.hits == hits + 2  # both questions' novelty from the scope's products
+    assert _memo_hits(scope, topic) == 2  # both questions' novelty from the scope's products
 
 
 @pytest.mark.slow
@@ -161,16 +167,7 @@ def test_the_sharing_holds_when_the_file_order_differs_from_the_canonical_one() 
     assert scope_vectors.shape == topic_vectors.shape
     assert not np.array_equal(scope_vectors, topic_vectors)  # rows in another order ...
     assert np.array_equal(np.unique(scope_vectors, axis=0), np.unique(topic_vectors, axis=0))
-    questions = ["is there a bus from the railway station to campus",
-                 "Can I bring my pet iguana to the convocation ceremony?"]  # fmt: skip
-    events = [types.SimpleNamespace(question=q, retrieval=None) for q in questions]
-    notes: list[dict[str, object]] = [{"refused": False, "language": "en"} for _ in questions]
-    batch = types.SimpleNamespace(events=events, annotations=notes)
-    memo = topic.model.embedder.nearest  # type: ignore[attr-defined]
-    hits = memo.hits
-    scope.process(batch)  # type: ignore[arg-type]
-    topic.process(batch)  # type: ignore[arg-type]
-    assert memo.hits == hits + 2  # ... and still one product
+    assert _memo_hits(scope, topic) == 2  # ... and still one product
     config = AnalyticsConfig()
     for order in (rows, rows[::-1]):
         index = known_index(analytics, GoldSet(tuple(order)), config.scope_known_threshold)

@@ -27,7 +27,7 @@ from service.settings import Settings, load_settings
 from service.telemetry import build_analytics_metrics
 from service.topics.model import NOVEL
 from service.topics.stage import TopicStage
-from tests.service.topics.test_kappa_gate import _write
+from tests.service.topics.test_uncalibrated_novelty_labels_nothing import _runtime
 
 
 def _demo(calibrated: bool) -> Settings:
@@ -74,23 +74,6 @@ def test_a_state_counted_with_novel_resumed_under_nearest_topics_restarts(tmp_pa
     # resumed again under the same mode: kept (no second restart)
     again = run_replay(_demo(False), second, state, tmp_path / "c.dlq")
     assert again["analytics"]["drift"]["topic"]["windows_restarted"] == restarted
-
-
-def _runtime(folder: Path, floor: float | None) -> Any:
-    """A runtime on the three-topic gold set of :mod:`test_kappa_gate` (its novelty detector
-    reads 0.677 at its Wilson bound: calibrated at ``floor`` 0.6, not at the default 0.68)."""
-    from service.runtime.process import Runtime
-
-    folder.mkdir()
-    _write(folder, rotated=False)
-    events = folder / "events.jsonl"
-    events.write_text("", encoding="utf-8")
-    analytics = {} if floor is None else {"scope_min_balanced_accuracy": floor}
-    settings = load_settings(gold_set=folder / "gold.jsonl", corpus=folder / "corpus.jsonl",
-                             source={"kind": "file", "path": events},
-                             state={"path": folder / "state.sqlite"},
-                             analytics=analytics)  # fmt: skip
-    return Runtime(settings, registry=CollectorRegistry())
 
 
 def test_a_calibration_flip_restarts_the_topic_windows(tmp_path: Path) -> None:

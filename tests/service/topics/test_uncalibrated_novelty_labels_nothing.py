@@ -120,24 +120,29 @@ def test_an_uncalibrated_novelty_detector_yields_no_novel_share_anywhere(tmp_pat
     assert "the novelty detector labels no question novel while it is uncalibrated" in line
 
 
-def test_no_novel_label_is_exported_while_novelty_is_uncalibrated(tmp_path: Path) -> None:
-    """``goldwatch_questions_by_topic_total`` has no ``topic="novel"`` series (not even a
-    pre-initialised 0) while the detector is uncalibrated, and has one while calibrated."""
+def _runtime(folder: Path, floor: float | None) -> Any:
+    """A runtime on the three-topic gold set of :mod:`test_kappa_gate` (its novelty detector
+    reads 0.677 at its Wilson bound: calibrated at ``floor`` 0.6, not at the default 0.68)."""
     from service.runtime.process import Runtime
     from service.settings import load_settings
 
+    folder.mkdir()
+    _write(folder, rotated=False)
+    events = folder / "events.jsonl"
+    events.write_text("", encoding="utf-8")
+    analytics = {} if floor is None else {"scope_min_balanced_accuracy": floor}
+    settings = load_settings(gold_set=folder / "gold.jsonl", corpus=folder / "corpus.jsonl",
+                             source={"kind": "file", "path": events},
+                             state={"path": folder / "state.sqlite"},
+                             analytics=analytics)  # fmt: skip
+    return Runtime(settings, registry=CollectorRegistry())
+
+
+def test_no_novel_label_is_exported_while_novelty_is_uncalibrated(tmp_path: Path) -> None:
+    """``goldwatch_questions_by_topic_total`` has no ``topic="novel"`` series (not even a
+    pre-initialised 0) while the detector is uncalibrated, and has one while calibrated."""
     for floor, expected in ((0.6, True), (None, False)):
-        folder = tmp_path / str(floor)
-        folder.mkdir()
-        _write(folder, rotated=False)
-        events = folder / "events.jsonl"
-        events.write_text("", encoding="utf-8")
-        analytics = {} if floor is None else {"scope_min_balanced_accuracy": floor}
-        settings = load_settings(gold_set=folder / "gold.jsonl", corpus=folder / "corpus.jsonl",
-                                 source={"kind": "file", "path": events},
-                                 state={"path": folder / "state.sqlite"},
-                                 analytics=analytics)  # fmt: skip
-        runtime = Runtime(settings, registry=CollectorRegistry())
+        runtime = _runtime(tmp_path / str(floor), floor)
         try:
             value = runtime.registry.get_sample_value(
                 "goldwatch_questions_by_topic_total", {"topic": NOVEL}
