@@ -1795,6 +1795,27 @@ def restart_text(dim: str, restarted: Mapping[str, Any]) -> str:
             "from before is compared with one from after")  # fmt: skip
 
 
+def counted_before_text(restarted: Mapping[str, Any] | None) -> str:
+    """When the lifetime counts of ``novel`` were made while the novelty detector labels
+    nothing now (uncalibrated: :func:`~service.runtime.analytics.novelty_labels`): before the
+    topic windows last started afresh (``windows_restarted``, :meth:`DriftStage.restart`; the
+    flip into nearest topics restarts them, so every ``novel`` count precedes its latest
+    restart), or, without a restart on record, before the detector turned uncalibrated. The
+    share beside it is history, not this traffic's (session 51: "novel 6 %" listed under a
+    line saying no question is labelled novel).
+
+    >>> counted_before_text({"after_events": 700, "timestamp": 1763303760.0})
+    'counted before 2025-11-16 14:36 UTC, in the first 700 events; none since'
+    >>> counted_before_text(None)
+    'counted before the novelty detector turned uncalibrated; none since'
+    """
+    stamp = (restarted or {}).get("timestamp")
+    if restarted is None or stamp is None:
+        return "counted before the novelty detector turned uncalibrated; none since"
+    return (f"counted before {_utc(float(stamp))}, in the first "
+            f"{restarted.get('after_events', 0)} events; none since")  # fmt: skip
+
+
 def _untested_held(test: Mapping[str, Any], last: Any, bound_s: float,
                    span_s: float = 3600.0) -> tuple[str, str]:  # fmt: skip
     """``(held, "not_tested")`` for a comparison whose open alarm a test too short of events

@@ -32,6 +32,7 @@ from typing import Any
 from markupsafe import Markup
 
 from service.coverage import OUT_OF_SCOPE_COUNTED
+from service.drift.stage import counted_before_text
 from service.html import plots, time_range
 from service.html.drift_section import drift_section
 from service.html.extras import candidates_section, find_extra, shadow_section
@@ -359,9 +360,16 @@ def _shares(
     if novelty.get("uncalibrated") and dim.get("categories_are"):
         # below its floor the detector labels nothing (trial 49 L4): say why it is quiet
         on = (novelty.get("quality") or {}).get("measured_on")
+        # a novel row is the lifetime totals' history (a state counted while it labelled)
+        history = (f" The {NOVEL} row is history: "
+                   f"{counted_before_text(dim.get('windows_restarted'))}."
+                   if dim.get("live_counts", {}).get(NOVEL) else "")  # fmt: skip
         parts.append(para(f"No question is labelled novel: the novelty detector is "
                           f"uncalibrated ({novelty['uncalibrated']}"
-                          f"{f'; measured on {on}' if on else ''}).", "muted"))  # fmt: skip
+                          f"{f'; measured on {on}' if on else ''}).{history}",
+                          "muted"))  # fmt: skip
+        if history:
+            names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (history)"
     elif novelty.get("uncalibrated"):
         names[NOVEL] = f"{names.get(NOVEL, NOVEL)} (uncalibrated)"
         on = (novelty.get("quality") or {}).get("measured_on")

@@ -91,7 +91,13 @@ from consumers.file_source import FileSource
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import all_tied_note, grouped_note, uncovered_note
-from service.drift.stage import adjusted_note, rate_moves, restart_text, silenced_verb
+from service.drift.stage import (
+    adjusted_note,
+    counted_before_text,
+    rate_moves,
+    restart_text,
+    silenced_verb,
+)
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
     apart_text,
@@ -519,10 +525,13 @@ def render_text(doc: ReplayReport) -> str:
     names = analytics.get("topic_labels") or {}
     novelty = analytics.get("novelty") or {}
     caveat = {}  # the novel share next to what it is worth
-    nearest = ((analytics.get("drift") or {}).get("topic") or {}).get("categories_are")
+    topic_drift = (analytics.get("drift") or {}).get("topic") or {}
+    nearest = topic_drift.get("categories_are")
     kappa_why = (analytics.get("topic_quality") or {}).get("uncalibrated")
-    if nearest and novelty.get("uncalibrated") and not kappa_why:  # the topics line says why
-        caveat[NOVEL] = " (UNCALIBRATED: above)"
+    if nearest and novelty.get("uncalibrated"):
+        # the detector labels nothing now: a novel count is the lifetime totals' history (a
+        # state counted while it labelled), not a share of this traffic
+        caveat[NOVEL] = f" ({counted_before_text(topic_drift.get('windows_restarted'))})"
     elif novelty.get("uncalibrated"):
         on = measured_on_text(novelty.get("quality"))
         caveat[NOVEL] = (f" (UNCALIBRATED, not facts: {novelty['uncalibrated']}"
