@@ -888,11 +888,16 @@ class Runtime:
                     novel = model.novelty_on and novelty_labels(model, self.settings.analytics)
                     added = metrics.add_topic_labels([*model.names, *([NOVEL] if novel else [])])
                     analytics.topic_labels = (*analytics.topic_labels, *added)
+                    shadow = self.live.shadow_metrics  # its topic label mirrors novel's
+                    if shadow is not None and NOVEL in added:
+                        shadow.add_topic_labels([NOVEL])
                     # no question is novel now (uncalibrated): no novel series stands flat
                     if not novel and metrics.remove_topic_label(NOVEL):
                         analytics.topic_labels = tuple(
                             t for t in analytics.topic_labels if t != NOVEL
                         )
+                    if not novel and shadow is not None:
+                        shadow.remove_topic_label(NOVEL)
                 self.live.analytics_metrics.set_gold_shares(counts)
                 self.live.analytics_metrics.set_detector_quality(
                     {name: quality_gauges(q) for name, q in analytics.detector_quality.items()},

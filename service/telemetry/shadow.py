@@ -209,6 +209,35 @@ class ShadowMetrics:
         for name, verdict in pending.get("sustained", {}).items():
             self.observe_sustained(name, verdict)
 
+    def remove_topic_label(self, topic: str) -> bool:
+        """Take ``topic`` off the ``topic`` label and remove its
+        ``goldwatch_shadow_agreement_by_topic`` series (every retriever and measure), as
+        :meth:`~service.telemetry.analytics.AnalyticsMetrics.remove_topic_label` does for the
+        analytics series: the ``novel`` label once the novelty detector labels nothing (a
+        gold-set refresh left it uncalibrated), whose summary would stand flat with its old
+        observations (session 51). A question later given ``topic`` is observed under
+        ``other`` until :meth:`add_topic_labels` takes it back. Returns whether ``topic``
+        was a label."""
+        if topic not in self.topic_labels:
+            return False
+        object.__setattr__(self, "topic_labels",
+                           tuple(t for t in self.topic_labels if t != topic))  # fmt: skip
+        for retriever in self.retrievers:
+            for measure in SHADOW_BREAKDOWN_MEASURES:
+                try:
+                    self.agreement_by_topic.remove(retriever, topic, measure)
+                except KeyError:  # never observed: nothing to remove
+                    pass
+        return True
+
+    def add_topic_labels(self, topics: Sequence[str]) -> tuple[str, ...]:
+        """Give each of ``topics`` not yet a label its own ``topic`` label value (the
+        ``novel`` label back once the novelty detector is calibrated again:
+        :meth:`remove_topic_label`); return those added."""
+        added = tuple(t for t in dict.fromkeys(topics) if t not in self.topic_labels)
+        object.__setattr__(self, "topic_labels", (*self.topic_labels, *added))
+        return added
+
     def observe_sustained(self, name: str, verdict: Mapping[str, Any] | None) -> None:
         """Mirror candidate ``name``'s sustained verdict on its RBO over event time
         (:meth:`service.shadow.trend.AgreementTrend.verdicts`) into the

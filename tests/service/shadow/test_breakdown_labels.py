@@ -10,6 +10,7 @@ without a language (no language stage) likewise.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -189,3 +190,32 @@ def test_the_html_section_names_the_buckets_by_why() -> None:
     assert "no topic: no gold row in its language" in html
     assert "no topic (not detected)" in html and "no language (not detected)" in html
     assert "unknown" not in html
+
+
+def test_removing_a_topic_label_removes_its_series_for_every_retriever_and_measure() -> None:
+    """``ShadowMetrics.remove_topic_label`` (the ``novel`` label once the novelty detector
+    labels nothing) removes the label's summaries of each retriever and measure, leaves the
+    other topics' alone, and a label added back starts from no observation."""
+    registry = CollectorRegistry()
+    metrics = build_shadow_metrics(registry, candidates=["cand"], topic_labels=("a", "novel"))
+    keys = itertools.product(("cand", "production"), ("rbo", "overlap"), ("a", "novel"))
+    rows = [{"candidate": c, "measure": m, "label": t, "value": 0.5} for c, m, t in keys]
+    metrics.observe_shadow({"by_topic": rows})
+    name = "goldwatch_shadow_agreement_by_topic_count"
+
+    def count(retriever: str, topic: str, measure: str) -> float | None:
+        labels = {"retriever": retriever, "topic": topic, "measure": measure}
+        return registry.get_sample_value(name, labels)
+
+    assert count("cand", "novel", "overlap") == 1.0
+    assert metrics.remove_topic_label("novel")
+    assert not metrics.remove_topic_label("novel")
+    assert "novel" not in metrics.topic_labels
+    for retriever in ("cand", "production"):
+        for measure in ("rbo", "overlap"):
+            assert count(retriever, "novel", measure) is None
+            assert count(retriever, "a", measure) == 1.0
+    assert metrics.add_topic_labels(["a", "novel"]) == ("novel",)
+    metrics.observe_shadow({"by_topic": rows[:2]})  # cand, rbo: a then novel
+    assert count("cand", "novel", "rbo") == 1.0
+    assert count("cand", "a", "rbo") == 2.0

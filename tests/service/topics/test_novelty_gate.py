@@ -27,6 +27,7 @@ from service.cli import main
 from service.drift.stage import DriftStage
 from service.evaluation.detector_quality import DetectorQuality, bounded_balanced_accuracy
 from service.runtime.analytics import NEAREST_TOPICS, Analytics
+from service.topics.model import NOVEL
 from tests.service.topics.test_kappa_gate import _replay as replay_kappa_log
 from tests.service.topics.test_kappa_gate import _write
 
@@ -181,5 +182,54 @@ def test_a_gold_refresh_that_makes_novelty_uncalibrated_zeroes_the_topic_gap_gau
         assert analytics.topics_nearest() is not None and analytics.topic_uncalibrated() is None
         # no batch since the refresh: the gauge follows the refit all the same
         assert runtime.registry.get_sample_value("goldwatch_coverage_gap_ratio", labels) == 0.0
+    finally:
+        runtime.stop()
+
+
+def test_a_gold_refresh_that_makes_novelty_uncalibrated_removes_the_novel_shadow_series(
+    tmp_path: Path,
+) -> None:
+    """Serve: the refresh of the test above (novelty calibrated at the start, uncalibrated
+    after) removes ``goldwatch_shadow_agreement_by_topic{topic="novel"}`` with the other
+    ``novel`` series: it kept its old observations, flat (session 51 brief N item 2). A
+    question observed under ``novel`` afterwards is bounded to ``other``."""
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from service.runtime.process import Runtime
+    from service.settings import load_settings
+
+    _write(tmp_path, rotated=False)
+    gold = tmp_path / "gold.jsonl"
+    rows = gold.read_text(encoding="utf-8").splitlines()
+    events = tmp_path / "events.jsonl"
+    events.write_text("", encoding="utf-8")
+    settings = load_settings(gold_set=gold, corpus=tmp_path / "corpus.jsonl",
+                             source={"kind": "file", "path": events},
+                             analytics={"scope_min_balanced_accuracy": 0.6})  # fmt: skip
+    runtime = Runtime(settings, registry=CollectorRegistry())
+    name = "goldwatch_shadow_agreement_by_topic"
+    novel = {"retriever": "production", "topic": NOVEL, "measure": "rbo"}
+    other = {**novel, "topic": "other"}
+    try:
+        shadow = runtime.live.shadow_metrics
+        assert shadow is not None and NOVEL in shadow.topic_labels
+        row = {"candidate": "production", "measure": "rbo", "label": NOVEL, "value": 0.25}
+        shadow.observe_shadow({"by_topic": [row, {**row, "value": 0.5}]})
+        get = runtime.registry.get_sample_value
+        assert (get(f"{name}_count", novel), get(f"{name}_sum", novel)) == (2.0, 0.75)
+        kept = [r for r in rows if int(json.loads(r)["id"][3:]) < 6]
+        gold.write_text("".join(r + "\n" for r in kept), encoding="utf-8")
+        runtime.gold_accepted(None)
+        for thread in [t for t in threading.enumerate() if t.name == "goldwatch-gold-refresh"]:
+            thread.join(120)
+        assert runtime.gold_refresh_error is None and runtime.gold_refreshes == 1
+        assert runtime.live.analytics.topics_nearest() is not None
+        assert NOVEL not in shadow.topic_labels
+        assert get(f"{name}_count", novel) is None and get(f"{name}_sum", novel) is None
+        shadow.observe_shadow({"by_topic": [{**row, "value": 1.0}]})
+        assert (get(f"{name}_count", other), get(f"{name}_sum", other)) == (1.0, 1.0)
+        assert get(f"{name}_count", novel) is None
     finally:
         runtime.stop()
