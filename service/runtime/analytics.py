@@ -181,32 +181,14 @@ class Analytics:
     scope_notice: str | None = None
 
     def uncalibrated(self, detector: str) -> str | None:
-        """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
-        [0.960, 1.000] is measured on only 5 unanswerable gold questions; needs at least 10
-        (analytics.quality_min_class)"``, ``"out_of_scope ROC AUC 0.596 [0.520, 0.670] is
-        below the quality floor 0.75"``, or its balanced accuracy at its threshold below
-        ``min_balanced_accuracy``), or ``None`` when all three reach their floors; a
-        detector without a measurement is uncalibrated."""
-        quality = self.detector_quality.get(detector)
-        if quality is None:
-            return f"{detector} has no quality measurement"
-        if quality.trusted(self.quality_floor,
-                           balanced_accuracy_floor(detector, self.min_balanced_accuracy),
-                           self.quality_min_class):  # fmt: skip
-            return None
-        if (few := too_few(detector, quality, self.quality_min_class)) is not None:
-            return (f"{detector} ROC AUC {quality.auc:.3f} [{quality.low:.3f}, "
-                    f"{quality.high:.3f}] is {few} (analytics.quality_min_class)")  # fmt: skip
-        if not quality.trusted(self.quality_floor):
-            return (f"{detector} ROC AUC {quality.auc:.3f} "
-                    f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
-                    f"{self.quality_floor:.2f}")  # fmt: skip
-        return (f"{detector} balanced accuracy {quality.balanced_accuracy:.3f} at its "
-                f"threshold ({class_rates_text(quality.as_dict(), detector)}; ROC AUC "
-                f"{quality.auc:.3f}), {quality.bounded_balanced_accuracy:.3f} with its false-"
-                f"positive rate at its Wilson 95 % upper bound over {quality.n_neg} questions, "
-                f"is below analytics.scope_min_balanced_accuracy "
-                f"{self.min_balanced_accuracy:.2f}")  # fmt: skip
+        """Why ``detector``'s counts are not facts, or ``None`` when its measured quality
+        reaches this service's floors (:attr:`quality_floor`, :attr:`min_balanced_accuracy`,
+        :attr:`quality_min_class`): :func:`detector_uncalibrated`, the rule
+        :func:`novelty_labels` applies to the novelty detector too. A detector without a
+        measurement is uncalibrated."""
+        return detector_uncalibrated(detector, self.detector_quality.get(detector),
+                                     self.quality_floor, self.min_balanced_accuracy,
+                                     self.quality_min_class)  # fmt: skip
 
     def to_calibrate(self, detector: str) -> str | None:
         """What to add to the gold set to calibrate ``detector`` while it is uncalibrated
@@ -475,20 +457,61 @@ def language_quality(gold: GoldSet, detector: LanguageDetector) -> dict[str, Any
     return language_agreement([q.language for q in rows], detected).to_json()
 
 
+def detector_uncalibrated(
+    detector: str,
+    quality: DetectorQuality | None,
+    floor: float,
+    min_balanced_accuracy: float,
+    min_class: int,
+) -> str | None:
+    """Why ``detector``'s counts are not facts (e.g. ``"out_of_scope ROC AUC 0.991
+    [0.960, 1.000] is measured on only 5 unanswerable gold questions; needs at least 10
+    (analytics.quality_min_class)"``, ``"out_of_scope ROC AUC 0.596 [0.520, 0.670] is
+    below the quality floor 0.75"``, or its balanced accuracy at its threshold, its FPR at
+    the Wilson upper bound, below ``min_balanced_accuracy``
+    (:func:`~service.evaluation.detector_quality.balanced_accuracy_floor`: the detectors it
+    applies to)), or ``None`` when all three reach their floors
+    (:meth:`~service.evaluation.detector_quality.DetectorQuality.trusted`); ``quality``
+    ``None`` (no measurement) is uncalibrated. The one rule of
+    :meth:`Analytics.uncalibrated` and :func:`novelty_labels` (``floor``:
+    ``analytics.quality_floor``; ``min_balanced_accuracy``:
+    ``analytics.scope_min_balanced_accuracy``; ``min_class``:
+    ``analytics.quality_min_class``)."""
+    if quality is None:
+        return f"{detector} has no quality measurement"
+    ba_floor = balanced_accuracy_floor(detector, min_balanced_accuracy)
+    if quality.trusted(floor, ba_floor, min_class):
+        return None
+    if (few := too_few(detector, quality, min_class)) is not None:
+        return (f"{detector} ROC AUC {quality.auc:.3f} [{quality.low:.3f}, "
+                f"{quality.high:.3f}] is {few} (analytics.quality_min_class)")  # fmt: skip
+    if not quality.trusted(floor):
+        return (f"{detector} ROC AUC {quality.auc:.3f} "
+                f"[{quality.low:.3f}, {quality.high:.3f}] is below the quality floor "
+                f"{floor:.2f}")  # fmt: skip
+    return (f"{detector} balanced accuracy {quality.balanced_accuracy:.3f} at its "
+            f"threshold ({class_rates_text(quality.as_dict(), detector)}; ROC AUC "
+            f"{quality.auc:.3f}), {quality.bounded_balanced_accuracy:.3f} with its false-"
+            f"positive rate at its Wilson 95 % upper bound over {quality.n_neg} questions, "
+            f"is below analytics.scope_min_balanced_accuracy "
+            f"{min_balanced_accuracy:.2f}")  # fmt: skip
+
+
 def novelty_labels(model: TopicModel, config: AnalyticsConfig) -> bool:
     """Whether ``model``'s novelty verdict labels questions ``novel``: its novelty quality
     (:attr:`~service.topics.model.TopicModel.novelty_quality`) reaches the floors
-    :meth:`Analytics.uncalibrated` holds it to (``analytics.quality_floor``,
-    ``quality_min_class``, the balanced accuracy at its threshold), or it has no measurement
+    :meth:`Analytics.uncalibrated` holds it to, by the same rule
+    (:func:`detector_uncalibrated` of ``config``'s ``quality_floor``,
+    ``scope_min_balanced_accuracy`` and ``quality_min_class``, the fields
+    :func:`build_analytics` gives :class:`Analytics`), or it has no measurement
     (fewer than 2 topics, novelty off: nothing to gate, as :meth:`Analytics.topics_nearest`).
     False: the live topics (:class:`~service.topics.stage.TopicStage`) and the gold counts
     (:func:`_topic_counts`) are nearest gold topics, with no ``novel`` category."""
     quality = model.novelty_quality
-    return quality is None or quality.trusted(
-        config.quality_floor,
-        balanced_accuracy_floor("novelty", config.scope_min_balanced_accuracy),
+    return quality is None or detector_uncalibrated(
+        "novelty", quality, config.quality_floor, config.scope_min_balanced_accuracy,
         config.quality_min_class,
-    )
+    ) is None  # fmt: skip
 
 
 def _topic_counts(gold: GoldSet, model: TopicModel, novelty: bool = True) -> dict[str, int]:
