@@ -20,7 +20,12 @@ from markupsafe import Markup
 
 from service.html import plots
 from service.html.page import esc, figure, para, table, when
-from service.quality.over_time import agreement_line, known_line, width_text
+from service.quality.over_time import (
+    agreement_line,
+    known_line,
+    known_miss_alarm_text,
+    width_text,
+)
 
 __all__ = ["agreement_over_time", "quality_over_time"]
 
@@ -43,22 +48,27 @@ def _caption(track: Mapping[str, Any], min_n: int, what: str, bands: str) -> str
     )
 
 
-def _verdict(line: str | None, track: Mapping[str, Any]) -> list[Markup]:
+def _verdict(line: str | None, track: Mapping[str, Any], alarmed: bool = False) -> list[Markup]:
     """The verdict's paragraph: a warning when the worst point or a sustained run of points
-    is beyond noise."""
+    is beyond noise, or ``alarmed`` (another test on the same data, ``known_miss``, alarms)."""
     if not line:
         return []
-    found = any((track.get(key) or {}).get("beyond_noise") for key in ("worst", "sustained"))
+    found = alarmed or any(
+        (track.get(key) or {}).get("beyond_noise") for key in ("worst", "sustained")
+    )
     return [para(line.strip() + ".", "warn" if found else "muted")]
 
 
-def quality_over_time(over: Mapping[str, Any] | None, k: object) -> list[Markup]:
+def quality_over_time(over: Mapping[str, Any] | None, k: object,
+                      known_miss: Mapping[str, Any] | None = None) -> list[Markup]:  # fmt: skip
     """Production's recall@k, hit rate and MRR on known questions per point, with the worst
     point's verdict and the points' table; ``[]`` without a scored known question.
 
     Args:
         over: the series' ``over_time`` dict (``min_n``, ``known``), or ``None``.
         k: the stage's cut-off, for the labels.
+        known_miss: the drift report's ``known_miss`` dimension: while it alarms the verdict
+            cites it and is a warning (:func:`~service.quality.over_time.known_line`).
     """
     track = (over or {}).get("known")
     if not track:
@@ -91,7 +101,8 @@ def quality_over_time(over: Mapping[str, Any] | None, k: object) -> list[Markup]
                 ),
             )
         )
-    parts += _verdict(known_line(over, k), track)
+    alarmed = known_miss_alarm_text(known_miss) is not None
+    parts += _verdict(known_line(over, k, known_miss), track, alarmed)
     rows: list[list[object]] = [
         [when(p["start"]), p["n"], p.get("questions"), p["recall"],
          f"{p['recall_low']:.3f} … {p['recall_high']:.3f}", p["hit_rate"],

@@ -132,8 +132,8 @@ def _by_group(quality: Mapping[str, Any], k: Any) -> list[Markup]:
     return parts
 
 
-def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None = None
-                    ) -> Markup:  # fmt: skip
+def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None = None,
+                    known_miss: Mapping[str, Any] | None = None) -> Markup:  # fmt: skip
     """The section (anchor ``quality``); every cell escaped.
 
     Args:
@@ -142,6 +142,8 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
         over: the replay series' ``over_time`` (production's quality per point, drawn under
             the retrievers' table: :func:`service.html.over_time.quality_over_time`), or
             ``None``.
+        known_miss: the drift report's ``known_miss`` dimension, cited by the over-time
+            verdict while it alarms.
     """
     if quality.get("threshold") is None:
         return section("quality", "Live quality", para("No gold set: nothing to match.", "muted"))
@@ -171,7 +173,7 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
             ],
         ),  # fmt: skip
         *_candidate_coverage(known, k),
-        *quality_over_time(over, k),
+        *quality_over_time(over, k, known_miss),
     ]
     if quality.get("recent_text"):  # the service's latest window beside the all-time table
         parts.append(para(str(quality["recent_text"])))

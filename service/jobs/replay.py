@@ -810,7 +810,8 @@ def render_text(doc: ReplayReport) -> str:
         if alarm.get("reads") and alarm["state"] == "drift":
             # a gold-set comparison's alarm: a standing gap found, not a change (trial 41)
             lines.append(f"         ({alarm['reads']})")
-    lines += quality_lines(doc.get("quality"), over, bool(recall.get("lower_bound")))
+    lines += quality_lines(doc.get("quality"), over, bool(recall.get("lower_bound")),
+                           (analytics.get("drift") or {}).get("known_miss"))  # fmt: skip
     harvest = harvest_lines(doc.get("gold_candidates"))
     families = (analytics.get("out_of_scope") or {}).get("by_family") or {}
     if harvest and families.get("harvest_text"):  # suggestions kept, and said
@@ -1024,7 +1025,7 @@ def _cite_known(explained: str, scope: Mapping[str, Any], known: Mapping[str, An
 
 def quality_lines(
     quality: dict[str, Any] | None, over: Mapping[str, Any] | None = None,
-    refusals_lower: bool = False,
+    refusals_lower: bool = False, known_miss: Mapping[str, Any] | None = None,
 ) -> list[str]:  # fmt: skip
     """The live-quality block of the text report, from
     :meth:`~service.quality.stage.LiveQualityStage.report`'s dict (empty without one), with
@@ -1043,7 +1044,9 @@ def quality_lines(
     known question is unanswerable *for its asker* when it has no gold passage or none the
     asker's role may read (:mod:`service.quality.stage`). ``refusals_lower``: the refusals
     detected are a lower bound (:func:`~service.refusals.recall.text_recall`), which the
-    refusals of known questions inherit, and say.
+    refusals of known questions inherit, and say. ``known_miss``: the drift report's
+    ``known_miss`` dimension, which the over-time line cites while it alarms
+    (:func:`~service.quality.over_time.known_line`).
     """
     if not quality:
         return []
@@ -1072,7 +1075,7 @@ def quality_lines(
             lines.append(f"    {cell['coverage_note']}: not the questions production's "
                          "figures are over")  # fmt: skip
         lines += _paired_lines(name, cell, known, k)
-    line = known_line(over, k)  # the worst point against the run: a bad day shows
+    line = known_line(over, k, known_miss)  # the worst point against the run: a bad day shows
     lines += [line] if line else []
     by_language = quality.get("by_language") or []
     if by_language and (quality.get("known") or {}):

@@ -990,11 +990,75 @@ KNOWN_MISS_NOT_THIS = (
 )
 
 
-def known_line(report: Mapping[str, Any] | None, k: object) -> str | None:
+def known_miss_alarm_text(known_miss: Mapping[str, Any] | None) -> str | None:
+    """The ``known_miss`` drift dimension's open alarm in words (its report's dict:
+    ``state``, ``comparisons``), or ``None`` while it is not in DRIFT.
+
+    >>> known_miss_alarm_text({"state": "drift", "comparisons": {"baseline": {
+    ...     "state": "drift", "rate_reference": 0.0, "rate_current": 9 / 44,
+    ...     "n_reference": 55, "n_current": 44}}})
+    'the known_miss drift alarm is open (vs baseline: known-miss rate 0.0% of 55 -> 20.5% of 44)'
+    >>> known_miss_alarm_text({"state": "ok", "comparisons": {}}) is None
+    True
+    """
+    if not known_miss or known_miss.get("state") != "drift":
+        return None
+    moves = [f"vs {name}: known-miss rate {c['rate_reference']:.1%} of {c['n_reference']} -> "
+             f"{c['rate_current']:.1%} of {c['n_current']}"
+             for name, c in (known_miss.get("comparisons") or {}).items()
+             if c.get("state") == "drift" and c.get("rate_current") is not None]  # fmt: skip
+    return "the known_miss drift alarm is open" + (f" ({'; '.join(moves)})" if moves else "")
+
+
+def detectable_drop(run: Mapping[str, Any], measure: str) -> float | None:
+    """The smallest drop of a sustained run's mean per-question ``measure`` that its paired
+    t-test would call beyond noise at the run's own spread and number of questions: the
+    standard error read back from its p-value (``se = |d̄| / t``, ``t`` the two-sided
+    quantile of ``p`` at ``questions − 1`` degrees of freedom, Student 1908), times the
+    quantile of its Bonferroni level (``threshold``). No statistic changes: this restates
+    what the test can tell at this n. ``None`` when there is nothing to restate (no drop,
+    ``p`` 0 or 1, fewer than 2 questions).
+
+    >>> round(detectable_drop({"questions": 33, "question_hit_rate": 0.7576,
+    ...     "before_question_hit_rate": 1.0, "p_value": 0.0031, "threshold": 0.05 / 56},
+    ...     "hit_rate"), 3)
+    0.278
+    """
+    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
+
+    drop = run[f"before_question_{measure}"] - run[f"question_{measure}"]
+    p, n = run.get("p_value"), int(run.get("questions", 0))
+    if p is None or not 0.0 < p < 1.0 or n < 2 or drop <= 0:
+        return None
+    t = float(stats.t.isf(p / 2.0, n - 1))
+    return float(drop / t * stats.t.isf(run["threshold"] / 2.0, n - 1))
+
+
+def _not_a_finding(track: Mapping[str, Any], alarm: str | None) -> str:
+    """What the within-noise verdicts are not, while another test on the same data alarms
+    (trial 50 L3: "hit rate within noise … 0.758 against 1.000" beside an open
+    ``known_miss`` alarm read as "no regression"): ``""`` without an open ``known_miss``
+    alarm, or when a verdict is beyond noise already."""
+    run, worst = track.get("sustained") or {}, track.get("worst") or {}
+    if alarm is None or run.get("beyond_noise") or worst.get("beyond_noise"):
+        return ""
+    can = ""
+    if run.get("found") and (drop := detectable_drop(run, "hit_rate")) is not None:
+        can = (f"; at the sustained run's spread over its {run['questions']} questions this "
+               f"test calls a drop beyond noise from about {drop:.3f}, the drop seen is "
+               f"{run['before_question_hit_rate'] - run['question_hit_rate']:.3f}")  # fmt: skip
+    return f'. Within noise here is not "no drop": {alarm}{can}'
+
+
+def known_line(report: Mapping[str, Any] | None, k: object,
+               known_miss: Mapping[str, Any] | None = None) -> str | None:  # fmt: skip
     """The text report's line on production's known-question quality over time, from
     :func:`over_time`'s dict: the worst point's hit rate against the run's, beyond noise or
     within it (the test is on the hit rate, each question once; recall and MRR are shown,
-    not tested); ``None`` without a scored known question."""
+    not tested); ``None`` without a scored known question. ``known_miss``: the drift
+    report's ``known_miss`` dimension; while it alarms and no verdict here is beyond noise,
+    the line says that within noise is no finding of no drop, names the alarm and the drop
+    the sustained test can tell at its n (:func:`detectable_drop`)."""
     track = (report or {}).get("known")
     if not track:
         return None
@@ -1011,6 +1075,7 @@ def known_line(report: Mapping[str, Any] | None, k: object) -> str | None:
         f"{worst['mrr']:.3f} (n {worst['n']}) vs {run['hit_rate']:.3f}, {run['recall']:.3f}, "
         f"{run['mrr']:.3f} over the run: "
         + _verdict_text(worst, "hit rate", "hit_rate")
+        + _not_a_finding(track, known_miss_alarm_text(known_miss))
         + f". {KNOWN_MISS_NOT_THIS}"
     )
 
