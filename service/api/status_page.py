@@ -42,13 +42,16 @@ class Documents(TypedDict, total=False):
 
 
 class CandidatesPanel(Shed, Documents):
-    """The suggestions panel: the top undecided ones, how many are undecided, the counts by
-    status, what harvesting shed (:class:`Shed`, when the runtime harvests) and the
-    documents the gold set under-covers (``documents``: ``Runtime.document_gaps``, when the
-    corpus names documents)."""
+    """The suggestions panel: the top undecided ones, how many are undecided and listed
+    (``n_suggestions``) and left out of the listing as near-duplicates of one listed
+    (``near_duplicates``), the counts by status (stored: near-duplicates included), what
+    harvesting shed (:class:`Shed`, when the runtime harvests) and the documents the gold
+    set under-covers (``documents``: ``Runtime.document_gaps``, when the corpus names
+    documents)."""
 
     suggestions: list[CandidateItem]
     n_suggestions: int
+    near_duplicates: int
     by_status: dict[str, int]
 
 
@@ -78,6 +81,9 @@ def _extras(runtime: Runtime, harvest: Any) -> Extras:
         extras["gold_candidates"] = {
             "suggestions": page.items,
             "n_suggestions": page.total,  # all undecided ones, not the SUGGESTIONS shown
+            # undecided ones the listing leaves out as near-duplicates of one listed, which
+            # by_status counts: by_status["suggested"] = n_suggestions + near_duplicates
+            "near_duplicates": page.near_duplicates,
             "by_status": harvest.counts(),
             **shed_counts(runtime),
             **_documents(runtime),

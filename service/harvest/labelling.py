@@ -226,10 +226,15 @@ class CandidateItem(TypedDict):
 
 
 class Page(NamedTuple):
-    """One page of suggestions: ``total`` after filtering, ``items`` of this page."""
+    """One page of suggestions: ``total`` after filtering, ``items`` of this page, and
+    ``near_duplicates``: the suggestions matching the filters that the listing leaves out as
+    near-duplicates of one listed (:func:`~service.harvest.ranking.select`'s ``distinct``:
+    pairs the harvest stage's LSH did not merge), which :meth:`Labelling.counts` counts:
+    ``total + near_duplicates`` is the stored suggestions matching the filters."""
 
     total: int
     items: list[CandidateItem]
+    near_duplicates: int = 0
 
 
 def fresh_gold_id(existing: set[str]) -> str:
@@ -511,12 +516,15 @@ class Labelling:
         # undecided first (what a labeller works on), then the decided, each in that order
         ordered.sort(key=lambda suggestion: rows[suggestion.id][1] != "suggested")
         page = ordered[offset : offset + limit]
-        return Page(len(ordered), [self._item(*rows[s.id], s) for s in page])
+        return Page(len(ordered), [self._item(*rows[s.id], s) for s in page],
+                    len(rows) - len(ordered))  # fmt: skip
 
     def counts(self) -> dict[str, int]:
-        """How many suggestions are held, by status: ``{"suggested": n, "accepted": n,
-        "rejected": n}`` (every key of :data:`STATUSES`; their sum is :meth:`list`'s
-        ``total`` without filters, and each is its ``total`` with that ``status``)."""
+        """How many suggestions are stored, by status: ``{"suggested": n, "accepted": n,
+        "rejected": n}`` (every key of :data:`STATUSES`). Stored, near-duplicates included:
+        each is :meth:`list`'s ``total + near_duplicates`` with that ``status`` (the listing
+        leaves out a near-duplicate of a listed suggestion; session 51: a status of 214
+        suggested beside a listing of 213)."""
         decisions = self.repository.decisions()
         counts = dict.fromkeys(STATUSES, 0)
         for row in self.repository.all():

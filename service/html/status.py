@@ -82,8 +82,9 @@ def render_status_page(
         busy: the pipeline held its lock too long to read the analytics this time.
         extras: ``{"shadow": ..., "gold_candidates": ...}`` when the service has them
             (``gold_candidates``: a list of suggestions, or a dict with the list under
-            ``suggestions`` or ``top``, the undecided total ``n_suggestions``, ``by_status``
-            counts, and ``shed`` with ``max_new_per_batch``).
+            ``suggestions`` or ``top``, the undecided total ``n_suggestions``, the undecided
+            ones left out as ``near_duplicates``, ``by_status`` counts, and ``shed`` with
+            ``max_new_per_batch``).
         cache: reuse the analytics sections drawn for the same analytics (default: draw).
 
     Raises:
@@ -185,8 +186,12 @@ def moved_section(
         count = total if isinstance(total, int) else len(shown)
         decided = {s: n for s, n in (summary.get("by_status") or {}).items() if s != "suggested"}
         text = f"{count} suggested"
+        # undecided ones left out of the listing as near-duplicates (by_status counts them)
+        dupes = int(summary.get("near_duplicates") or 0)
+        if dupes:
+            text += f", {dupes} more held as near-duplicate{'s' if dupes != 1 else ''} of those"
         if decided:
-            text += (f" ({count + sum(decided.values())} in all: "
+            text += (f" ({count + dupes + sum(decided.values())} in all: "
                      + ", ".join(f"{n} {s}" for s, n in decided.items()) + ")")  # fmt: skip
         if summary.get("shed") is not None:
             bound = summary.get("max_new_per_batch")
