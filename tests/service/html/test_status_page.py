@@ -9,7 +9,7 @@ import random
 import string
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from service.api import harvest_routes, status_page
 from service.harvest import HarvestStage, MemoryCandidates
 from service.harvest.config import REASONS, HarvestConfig
-from service.harvest.labelling import Labelling
+from service.harvest.labelling import CandidateItem, Labelling, Page
 from service.html import render_status_page
 from service.html.drift_section import drift_section
 from service.html.status import SectionCache, moved_section
@@ -159,7 +159,7 @@ class StubLabelling:
         item = {"id": "c-0123456789abcdef", "question": samples.HARVESTED, "count": 4,
                 "reasons": ["refused", "gap"], "reason_counts": {"refused": 3, "gap": 1},
                 "language": "en", "topic": "fees", "status": "suggested"}  # fmt: skip
-        return type("Page", (), {"total": 1, "items": [item]})()
+        return Page(1, [cast(CandidateItem, item)])  # no near-duplicate left out
 
     def counts(self) -> dict[str, int]:
         return {"suggested": 1, "accepted": 0, "rejected": 0}
