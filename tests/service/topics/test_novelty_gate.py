@@ -205,8 +205,10 @@ def test_a_gold_refresh_that_makes_novelty_uncalibrated_removes_the_novel_shadow
     rows = gold.read_text(encoding="utf-8").splitlines()
     events = tmp_path / "events.jsonl"
     events.write_text("", encoding="utf-8")
+    # its own state file: the default path is shared with any other runtime the run starts
     settings = load_settings(gold_set=gold, corpus=tmp_path / "corpus.jsonl",
                              source={"kind": "file", "path": events},
+                             state={"path": tmp_path / "state.sqlite"},
                              analytics={"scope_min_balanced_accuracy": 0.6})  # fmt: skip
     runtime = Runtime(settings, registry=CollectorRegistry())
     name = "goldwatch_shadow_agreement_by_topic"
