@@ -19,7 +19,6 @@ from service.data.goldset import GoldSet
 from service.quality.acl import AccessPolicy
 from service.quality.known import KnownQuestionIndex
 from service.quality.stage import LiveQualityStage
-from service.records import GoldQuestion
 from tests.service.test_quality import CORPUS, EVENTS, GOLD, LIBRARY, candidate, event, run
 
 #: q-1 -> n-003, q-2 -> n-001, q-3 -> n-004, q-4 -> n-002, written in another order
