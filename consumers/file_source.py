@@ -22,7 +22,8 @@ under :attr:`FileSource.state_key` at each checkpoint and hands it back to
 :meth:`FileSource.restore` on restart. A file now smaller than the stored offset, or whose
 head changed, was truncated or replaced: reading starts over from the top, with a warning.
 
-Dead letters are appended to ``<file>.dlq.jsonl`` (``stdin.dlq.jsonl`` for stdin) as
+Dead letters are appended to ``dlq_path`` — the service's default is one file per state,
+:func:`state_dead_letters` — else to ``<file>.dlq.jsonl`` (``stdin.dlq.jsonl`` for stdin) as
 ``{"reason", "detail", "origin": {"file", "line"}, "value_b64"}``. Each batch's letters are
 written and flushed to the operating system at once (they survive a crash of the process);
 the fsync that makes them survive a power loss is :meth:`FileSource.sync_dead_letters`, which
@@ -70,6 +71,36 @@ _COMPRESSED = (
     (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"),
     (b"PK\x03\x04", "zip", "unzip -p"),
 )
+
+
+def state_keys(path: str | Path) -> tuple[str | None, str | None]:
+    """The state keys of a file source on ``path``: its position's and its run mark's
+    (:attr:`FileSource.state_key`, :attr:`FileSource.run_mark_key`; ``None`` for stdin)."""
+    if str(path) == STDIN:
+        return None, None
+    resolved = Path(path).resolve()
+    return f"source/file:{resolved}", f"source/file-run:{resolved}"
+
+
+def state_dead_letters(path: str | Path, stored: Callable[[str], Any], own: Path) -> Path:
+    """The dead-letter file of a file source on ``path`` reading into a state that has no
+    configured one: the file the state's stored position (else its run mark) names (its
+    ``dlq_path``, stored from session 51 on), so a restart keeps the file its letters are
+    counted in; ``<path>.dlq.jsonl`` for a position or run mark stored before then (the
+    default of those versions: its letters, and those a kill left after the last checkpoint,
+    are there, so it is read back and appended to as before); ``own`` (the service's
+    ``<state>.dlq.jsonl``, beside the state) for a fresh state or stdin, whose position is
+    not kept. Two states on one log so get two files, as a file's run marks and positions
+    need (trial 50, L2: every state appended to ``<log>.dlq.jsonl``).
+
+    ``stored``: the state's value of a key (``None``: none).
+    """
+    for key in state_keys(path):
+        mark = stored(key) if key is not None else None
+        if isinstance(mark, dict):
+            named = mark.get("dlq_path")
+            return Path(named) if isinstance(named, str) and named else Path(f"{path}.dlq.jsonl")
+    return own
 
 
 def compression_of(path: str) -> tuple[str, str] | None:
@@ -221,13 +252,14 @@ class FileSource:
         self.is_stdin = self.path == STDIN
         self.name = "stdin" if self.is_stdin else "file"
         self.follow = follow
-        self.state_key = None if self.is_stdin else f"source/file:{Path(path).resolve()}"
-        #: State key of the run mark (:meth:`run_mark`), apart from the position's key so a
-        #: version without run marks finds no position rather than a position it cannot read
-        self.run_mark_key = None if self.is_stdin else f"source/file-run:{Path(path).resolve()}"
+        #: State key of the position; of the run mark (:meth:`run_mark`), apart from the
+        #: position's key so a version without run marks finds no position rather than a
+        #: position it cannot read
+        self.state_key, self.run_mark_key = state_keys(path)
         self.dlq_path = Path(
             dlq_path or ("stdin.dlq.jsonl" if self.is_stdin else f"{path}.dlq.jsonl")
         )
+        self._dlq_name = str(self.dlq_path.absolute())  # stored with positions and run marks
         self._max_line = max_line_bytes
         self._poll_interval_s = poll_interval_s
         # starts with one token, not full: the first poll reads one line, then ``rate``/s
@@ -416,30 +448,33 @@ class FileSource:
             raise ValueError(f"line {line} of {self.path} is not pending")
         offset = self._ends[index]
         return {"offset": offset, "line": line, "head": self._input.head_hash(offset),
-                "dlq": file_mark(self.dlq_path), "file": self.path}  # fmt: skip
+                "dlq": file_mark(self.dlq_path), "dlq_path": self._dlq_name,
+                "file": self.path}  # fmt: skip
 
     def run_mark(self) -> dict[str, Any]:
         """The run mark to store, durably, before the first dead letter of a run that started
         without a stored position (a fresh state), under :attr:`run_mark_key`::
 
-            {"dlq": {"dev", "ino", "size"}, "file": name,
+            {"dlq": {"dev", "ino", "size"}, "dlq_path": path, "file": name,
              "input": {"dev", "ino", "head_bytes", "head"}}
 
         ``dlq``: the dead-letter file's identity and size now
         (:func:`service.files.append_only.file_mark`; the file is created first, empty, so
-        its identity is known); ``file``: this input's name as its letters give it
-        (``origin.file``); ``input``: the input file's ``st_dev``/``st_ino`` and the SHA-256
-        (hex) of its first ``head_bytes`` bytes (``min(size, 1024)``, the head a stored
-        position holds). A restart that finds it (no checkpoint followed: a kill -9 before
-        the first) reads back the letters appended after that size, if the input and the
-        dead-letter file are the same files (:meth:`resume_run`).
+        its identity is known); ``dlq_path``: its absolute path (which file a restart
+        without a configured one writes to: :func:`state_dead_letters`); ``file``: this
+        input's name as its letters give it (``origin.file``); ``input``: the input file's
+        ``st_dev``/``st_ino`` and the SHA-256 (hex) of its first ``head_bytes`` bytes
+        (``min(size, 1024)``, the head a stored position holds). A restart that finds it
+        (no checkpoint followed: a kill -9 before the first) reads back the letters appended
+        after that size, if the input and the dead-letter file are the same files
+        (:meth:`resume_run`).
 
         :raises OSError: the dead-letter file cannot be created.
         """
         if self._dlq is None:
             self._dlq = AppendOnlyFile(self.dlq_path)  # 0600: raw bytes of events
         self._dlq.append(b"")  # creates it: a mark of a missing file would fit any file
-        return {"dlq": file_mark(self.dlq_path), "file": self.path,
+        return {"dlq": file_mark(self.dlq_path), "dlq_path": self._dlq_name, "file": self.path,
                 "input": self._input.identity()}  # fmt: skip
 
     def resume_run(self, mark: Any) -> bool:

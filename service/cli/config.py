@@ -167,6 +167,10 @@ def _check_summary(
     source = settings.source
     if source.kind == "file":
         lines.append(f"source file {source.path}")
+        # the state's own file unless configured (a state that read the file before
+        # session 51 keeps <file>.dlq.jsonl: consumers.file_source.state_dead_letters)
+        dead = source.dlq_path or settings.state.dead_letter_path()
+        lines.append(f"dead letters {dead} (appended; one file per state)")
     elif source.kind == "kafka" and settings.kafka is not None:
         kafka = settings.kafka
         lines.append(f"source kafka topic {kafka.topic} at {kafka.bootstrap_servers}")

@@ -38,8 +38,9 @@ from service.cli.common import (
     "dlq_path",
     type=FilePath(path_type=Path, dir_okay=False),
     default=None,
-    help="Dead-letter JSONL (default: <FILE>.replay.dlq.jsonl, emptied first; with --state, "
-    "source.dlq_path or <FILE>.dlq.jsonl, appended to; give each state its own: two states "
+    help="Dead-letter JSONL (default: <FILE>.replay.dlq.jsonl, emptied first; with --state S, "
+    "source.dlq_path or S.dlq.jsonl, appended to (a state from before session 51: the "
+    "<FILE>.dlq.jsonl it counts letters in); give each state its own: two states "
     "sharing one can lose or double letters across a kill).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
@@ -63,7 +64,8 @@ def replay_command(
     gold set the gold-set comparisons are off and the report says so first. --demo replays
     the embedded demo log (three days of a college bot's traffic) with the demo's data.
     Without --state every replay starts fresh, and so does its dead-letter file (its own,
-    <FILE>.replay.dlq.jsonl: never the <FILE>.dlq.jsonl a serve of the same file writes).
+    <FILE>.replay.dlq.jsonl: never a file a serve writes); with --state S it appends to the
+    state's own S.dlq.jsonl, as serve does.
     """
     from consumers.errors import GoldwatchConsumerError
     from service.demo import demo_data, demo_path

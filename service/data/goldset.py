@@ -187,6 +187,24 @@ def row_version(question: GoldQuestion) -> str:
                              "gold": dict(sorted(question.qrels_row().items()))}])  # fmt: skip
 
 
+def row_content(question: GoldQuestion) -> str:
+    """The version of one gold row's content without its id (12 hex chars, as
+    :func:`row_version` on the row with the id left out): two rows that differ only in their
+    id have the same content, so a renumbered (or reordered) gold set can be matched to the
+    rows it renamed (:mod:`service.quality.stage` carries their live measurements over).
+
+    >>> row_content(GoldQuestion("q-1", "When are fees due?", ("p-1",))) == row_content(
+    ...     GoldQuestion("n-007", "When are fees due?", ("p-1",)))
+    True
+    >>> row_content(GoldQuestion("q-1", "When are fees due?", ("p-1",))) == row_content(
+    ...     GoldQuestion("q-1", "When are the fees due?", ("p-1",)))
+    False
+    """
+    row = _canonical_row(question)
+    del row["id"]
+    return content_version([{**row, "gold": dict(sorted(question.qrels_row().items()))}])
+
+
 def _canonical_row(question: GoldQuestion) -> dict[str, Any]:
     row: dict[str, Any] = {"id": question.id, "question": question.question}
     qrels_row = question.qrels_row()

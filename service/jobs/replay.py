@@ -87,7 +87,7 @@ from typing import Any, NotRequired, TypedDict, cast
 from prometheus_client import CollectorRegistry
 
 from consumers.engine import Engine
-from consumers.file_source import FileSource
+from consumers.file_source import FileSource, state_dead_letters
 from consumers.loop import make_decoder, run
 from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import all_tied_note, grouped_note, uncovered_note
@@ -256,7 +256,9 @@ def run_replay(
     ``dlq_path``, else its own :func:`replay_dlq_path` (never the file source's or
     ``source.dlq_path``, which a ``goldwatch serve`` of the same log writes). With
     ``state_path`` it resumes and appends to ``dlq_path``, else ``source.dlq_path``, else
-    ``<file>.dlq.jsonl``, as serve does. The
+    the state's own file, as serve does (:func:`~consumers.file_source.state_dead_letters`:
+    ``<state>.dlq.jsonl``, or the file the state already names — ``<file>.dlq.jsonl`` for a
+    state that read the log before session 51). The
     shadow CPU budget (``shadow.max_cpu_share``) is off: a replay has no live path to
     protect, so every sampled shadow call runs. For the same reason harvesting sheds no new
     question (``harvest.max_new_per_batch`` is ``None``) unless that setting was given
@@ -280,11 +282,19 @@ def run_replay(
         }
     )
     registry = CollectorRegistry()
-    if dlq_path is None:  # a fresh replay never takes (nor empties) serve's dead letters
-        dlq_path = settings.source.dlq_path if state_path else replay_dlq_path(file)
+    if dlq_path is None and not state_path:  # never takes (nor empties) serve's dead letters
+        dlq_path = replay_dlq_path(file)
     if state_path:
         Path(state_path).parent.mkdir(parents=True, exist_ok=True)  # as serve does
         state = StateStore.open(state_path, exclusive=True)
+        # the state's own file (or the one it already counts letters in), as serve does
+        dlq_path = (
+            dlq_path
+            or settings.source.dlq_path
+            or state_dead_letters(
+                str(file), state.get, settings.state.dead_letter_path(Path(state_path))
+            )
+        )
     else:
         state = StateStore.in_memory()
     try:

@@ -55,7 +55,12 @@ sums. When the gold set changes (a new :attr:`LiveQualityStage.index`: the servi
 file after an accepted suggestion or an edit; a resumed replay or a restart finds another
 gold-set version in its state), the measurements of rows whose content is unchanged
 (:func:`~service.data.goldset.row_version`) are carried over and those of changed or removed
-rows dropped; an appended row starts with none. Each change is recorded in the report's
+rows dropped; an appended row starts with none. A row renumbered (the same content,
+:func:`~service.data.goldset.row_content`, under another id: a renumbered or reordered file)
+is unchanged: its measurements move to its new id (trial 50, M2), unless rows alike but for
+their ids make the move ambiguous (:func:`_carried_rows`), and the change's ``reason`` says
+how many moved. A state written before session 51 names its rows' contents by version only
+(with the id), so a restore of it matches rows by id. Each change is recorded in the report's
 ``coverage`` (versions, the last event time before it, rows and events carried over and
 dropped), and ``coverage.since`` is the earliest event the kept measurements cover, so no
 figure restarts or mixes silently. (An appended row also shifts the n-gram IDF a little, so a
@@ -97,7 +102,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from service.data.goldset import row_version
+from service.data.goldset import row_content, row_version
 from service.pipeline import Batch
 from service.quality.acl import AccessPolicy
 from service.quality.by_group import GROUP_FIELDS, LANGUAGE_FIELD, group_rows, paired_by_question
@@ -182,6 +187,7 @@ class LiveQualityStage:
         self.future_tolerance_s, self._clock = future_tolerance_s, clock
         self._index = index
         self._row_versions = _row_versions(index)
+        self._row_contents = _row_contents(index)
         self.max_review, self.max_events = max_review, max_events
         self._roles = frozenset(policy.roles[:max_roles]) if policy is not None else frozenset()
         self._lock = threading.Lock()
@@ -237,8 +243,9 @@ class LiveQualityStage:
         """Use a new index; when its gold-set version differs, carry over the measurements
         of unchanged gold rows, drop the others and record the change (module docstring)."""
         with self._lock:
-            old, old_rows = self._index, self._row_versions
+            old, old_rows, old_contents = self._index, self._row_versions, self._row_contents
             self._index, self._row_versions = index, _row_versions(index)
+            self._row_contents = _row_contents(index)
             old_version = old.gold.version if old is not None else None
             if self._first_version is None:
                 self._first_version = _gold_version(index)
@@ -247,7 +254,8 @@ class LiveQualityStage:
                           f"{index.threshold:g}")  # fmt: skip
                 self._reconcile(old_version, {}, reason=reason, drops="all")
             elif old_version != _gold_version(index):
-                self._reconcile(old_version, {**old_rows, _WHOLE: old_version or ""})
+                self._reconcile(old_version, {**old_rows, _WHOLE: old_version or ""},
+                                old_contents=old_contents)  # fmt: skip
 
     def _reconcile(
         self,
@@ -255,68 +263,63 @@ class LiveQualityStage:
         old_rows: Mapping[str, str],
         reason: str = "gold set changed",
         drops: str = "changed rows",
+        old_contents: Mapping[str, str] | None = None,
     ) -> None:
         """Drop what a change invalidates and record it.
 
         ``drops``: ``"changed rows"`` (a gold-set change: keep the measurements of gold rows
         whose version in ``old_rows``, the rows they were measured on, equals the current
-        one, drop the rest), ``"scores"`` (a ``k`` change: drop every row's recall, hit and
-        RR, which depend on k; keep the refusal counts, which do not) or ``"all"`` (a
-        threshold change: the matches themselves were made at another threshold).
+        one, and of those whose content in ``old_contents`` (:func:`~service.data.goldset.
+        row_content`, the row without its id) the current gold set holds under another id —
+        a renumbered row, moved to its new id (:func:`_carried_rows`); drop the rest),
+        ``"scores"`` (a ``k`` change: drop every row's recall, hit and RR, which depend on
+        k; keep the refusal counts, which do not) or ``"all"`` (a threshold change: the
+        matches themselves were made at another threshold).
         """
         current = {**self._row_versions, _WHOLE: _gold_version(self._index) or ""}
         scored: set[str] = set().union(*self._known.values())
         measured = set(self._first_seen).union(self._refusals, scored)
+        carried: dict[str, str] = {}
         kept: set[str]
         if drops == "scores":
             kept, dropped = set(), scored
         elif drops == "all":
             kept, dropped = set(), measured
         else:
-            kept = {g for g in measured if g in current and current[g] == old_rows.get(g)}
+            carried = _carried_rows(old_rows, old_contents or {}, current, self._row_contents)
+            kept = measured & carried.keys()
             dropped = measured - kept
         production = self._known.get(self.production, {})
         kept_events, dropped_events = (int(sum(production[g][0] for g in rows if g in production))
                                        for rows in (kept, dropped))  # fmt: skip
-        for cells in self._known.values():
+        renamed = sum(carried[g] != g for g in kept)
+        if drops == "changed rows":
+            self._carry(carried)
+        else:
+            for cells in self._known.values():
+                for gold_id in dropped:
+                    cells.pop(gold_id, None)
+            self._known = {name: cells for name, cells in self._known.items() if cells}
             for gold_id in dropped:
-                cells.pop(gold_id, None)
-        self._known = {name: cells for name, cells in self._known.items() if cells}
-        for gold_id in dropped:
-            self._lang_known.pop(gold_id, None)
-        for cells in self._paired.values():
-            for gold_id in dropped:
-                cells.pop(gold_id, None)
-        self._paired = {name: cells for name, cells in self._paired.items() if cells}
-        if dropped:
-            self._totals = {name: _sum_cells(cells.values()) for name, cells in self._known.items()}
-        if drops != "scores":
-            for gold_id in dropped:
-                self._refusals.pop(gold_id, None)
-                self._lang_refusals.pop(gold_id, None)
-                self._first_seen.pop(gold_id, None)
-        if drops == "all":  # turned down at another threshold
-            self._rejected.clear()
-        elif drops == "changed rows":
-            self._rejected = {g: counts for g, counts in self._rejected.items()
-                              if g in current and current[g] == old_rows.get(g)}  # fmt: skip
-        # candidates' results in flight: still valid for a row matched on the same content at
-        # the same threshold (scored at the current k when they arrive)
-        if drops == "all":
-            self._recent.clear()
-        elif drops == "changed rows":
-            for event_id, gold_id in list(self._recent.items()):
-                if gold_id not in current or current[gold_id] != old_rows.get(gold_id):
-                    del self._recent[event_id]
-        if drops != "changed rows":  # production's scores were taken at the old k
+                self._lang_known.pop(gold_id, None)
+            for cells in self._paired.values():
+                for gold_id in dropped:
+                    cells.pop(gold_id, None)
+            self._paired = {name: cells for name, cells in self._paired.items() if cells}
+            if drops == "all":
+                for gold_id in dropped:
+                    self._refusals.pop(gold_id, None)
+                    self._lang_refusals.pop(gold_id, None)
+                    self._first_seen.pop(gold_id, None)
+                self._rejected.clear()  # turned down at another threshold
+                self._recent.clear()  # candidates' results in flight: matched at another one
+            # production's scores were taken at the old k (or threshold)
             self._recent_scores.clear()
             self._recent_known = {}
-        else:
-            self._recent_scores = {e: v for e, v in self._recent_scores.items()
-                                   if e in self._recent}  # fmt: skip
-            self._recent_known = {b: kept_cells for b, cells in self._recent_known.items()
-                                  if (kept_cells := {g: c for g, c in cells.items() if g in kept})
-                                  }  # fmt: skip
+        if dropped:
+            self._totals = {name: _sum_cells(cells.values()) for name, cells in self._known.items()}
+        if renamed:
+            reason += f"; {renamed} measured rows renumbered (same content, new id), kept"
         unknown = self._last is None and self._since_unknown  # at a version-1 state's restore
         self._changes.append({
             "from": old_version, "to": _gold_version(self._index), "reason": reason,
@@ -328,6 +331,30 @@ class LiveQualityStage:
             "dropped_events": dropped_events,
         })  # fmt: skip
         del self._changes[:-_MAX_CHANGES]
+
+    def _carry(self, carried: Mapping[str, str]) -> None:
+        """Keep the per-row state of the old gold rows in ``carried`` (old id -> current id),
+        under their current ids, and drop every other row's: the aggregates, refusal counts,
+        per-language cells, first events, rejections, the latest window's buckets and the
+        matched events in flight for candidates' results (still valid for a row of the same
+        content at the same threshold, scored at the current k when they arrive)."""
+
+        def move(cells: Mapping[str, Any]) -> dict[str, Any]:
+            return {carried[g]: cell for g, cell in cells.items() if g in carried}
+
+        self._known = {name: moved for name, cells in self._known.items()
+                       if (moved := move(cells))}  # fmt: skip
+        self._paired = {name: moved for name, cells in self._paired.items()
+                        if (moved := move(cells))}  # fmt: skip
+        self._lang_known, self._lang_refusals = move(self._lang_known), move(self._lang_refusals)
+        self._refusals, self._first_seen = move(self._refusals), move(self._first_seen)
+        self._rejected = move(self._rejected)
+        self._recent = OrderedDict((event_id, carried[gold_id])
+                                   for event_id, gold_id in self._recent.items()
+                                   if gold_id in carried)  # fmt: skip
+        self._recent_scores = {e: v for e, v in self._recent_scores.items() if e in self._recent}
+        self._recent_known = {b: moved for b, cells in self._recent_known.items()
+                              if (moved := move(cells))}  # fmt: skip
 
     # ---- labels and small helpers -------------------------------------------------------
 
@@ -359,7 +386,7 @@ class LiveQualityStage:
         unchanged row counts as usual.
         """
         with self._lock:
-            index, matched_on = self._index, self._row_versions
+            index, matched_on, contents = self._index, self._row_versions, self._row_contents
         lookups: list[KnownLookup] = (
             index.lookup_many([subject(e.question) for e in batch.events]) if index else []
         )
@@ -368,15 +395,16 @@ class LiveQualityStage:
         acl = self.policy is not None and bool(self.policy.roles)
         with self._lock:
             if self._index is not index:  # changed while matching (see above)
-                current, new = self._row_versions, self._index
+                new = self._index
                 same = new is not None and index is not None and new.threshold == index.threshold
-
-                def kept(gold_id: str) -> bool:  # matched or turned down on an unchanged row
-                    return same and current.get(gold_id) == matched_on[gold_id]
-
+                # matched or turned down on a row the change left unchanged (under its id now)
+                carried = (_carried_rows(matched_on, contents, self._row_versions,
+                                         self._row_contents) if same else {})  # fmt: skip
                 lookups = [
-                    KnownLookup(m if m and kept(m.gold_id) else None,
-                                r if r and kept(r.gold_id) else None)
+                    KnownLookup(m._replace(gold_id=carried[m.gold_id])
+                                if m and m.gold_id in carried else None,
+                                r._replace(gold_id=carried[r.gold_id])
+                                if r and r.gold_id in carried else None)
                     for m, r in lookups
                 ] or [KnownLookup(None, None)] * len(batch.events)  # fmt: skip
                 index = new
@@ -843,6 +871,13 @@ class LiveQualityStage:
                     for g in sorted(measured.union(self._rejected))
                     if g in self._row_versions
                 },  # fmt: skip
+                # and their contents without the id: a restore onto a renumbered gold set
+                # finds each under its new id (kept from session 51 on)
+                "row_contents": {
+                    g: self._row_contents[g]
+                    for g in sorted(measured.union(self._rejected))
+                    if g in self._row_contents
+                },  # fmt: skip
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
                 "since": self._since.isoformat() if self._since is not None else None,
                 "since_unknown": self._since_unknown,
@@ -942,7 +977,9 @@ class LiveQualityStage:
                 self._reconcile(old_version, {}, reason=reason, drops="all")
             else:
                 if old_version != _gold_version(self.index):
-                    self._reconcile(old_version, {**measured_rows, _WHOLE: old_version or ""})
+                    contents = state.get("row_contents") if state["version"] == _VERSION else None
+                    self._reconcile(old_version, {**measured_rows, _WHOLE: old_version or ""},
+                                    old_contents=dict(contents or {}))  # fmt: skip
                 if state.get("k") != self.k:
                     self._reconcile(_gold_version(self.index), {}, reason=k_reason, drops="scores")
             self._acl = Counter(
@@ -960,6 +997,48 @@ def _gold_version(index: KnownQuestionIndex | None) -> str | None:
 def _row_versions(index: KnownQuestionIndex | None) -> dict[str, str]:
     """``{gold id: row version}`` of the index's gold set (empty without one)."""
     return {q.id: row_version(q) for q in index.gold} if index is not None else {}
+
+
+def _row_contents(index: KnownQuestionIndex | None) -> dict[str, str]:
+    """``{gold id: row content}`` (:func:`~service.data.goldset.row_content`: the row
+    without its id) of the index's gold set (empty without one)."""
+    return {q.id: row_content(q) for q in index.gold} if index is not None else {}
+
+
+def _carried_rows(
+    old_rows: Mapping[str, str],
+    old_contents: Mapping[str, str],
+    rows: Mapping[str, str],
+    contents: Mapping[str, str],
+) -> dict[str, str]:
+    """Old gold id -> current gold id, for the old rows a gold-set change leaves unchanged.
+
+    ``old_rows``/``rows``: ``{gold id: row version}`` before and now (the version names the
+    id); ``old_contents``/``contents``: ``{gold id: row content}`` (without the id; empty:
+    unknown, e.g. a state written before the contents were kept). A row whose id keeps its
+    version keeps its id; an old row whose content is now under another id (a renumbering)
+    moves to it when that content is one old row's and one current row's (among those not
+    kept by id): rows identical apart from their ids cannot be told apart, so none of them
+    moves.
+
+    >>> _carried_rows({"q-1": "v1", "q-2": "v2", "q-3": "v3"}, {"q-1": "a", "q-2": "b"},
+    ...               {"q-3": "v3", "n-1": "w1", "n-2": "w2"}, {"n-1": "b", "n-2": "c"})
+    {'q-3': 'q-3', 'q-2': 'n-1'}
+    """
+    carried = {g: g for g, version in old_rows.items() if rows.get(g) == version}
+    unclaimed: dict[str, list[str]] = {}
+    for gold_id, content in contents.items():
+        if gold_id not in carried:
+            unclaimed.setdefault(content, []).append(gold_id)
+    moving: dict[str, list[str]] = {}
+    for gold_id, content in old_contents.items():
+        if gold_id not in carried:
+            moving.setdefault(content, []).append(gold_id)
+    for content, old_ids in moving.items():
+        new_ids = unclaimed.get(content, [])
+        if len(old_ids) == 1 and len(new_ids) == 1:
+            carried[old_ids[0]] = new_ids[0]
+    return carried
 
 
 def _time(value: str | None) -> datetime | None:

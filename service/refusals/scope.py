@@ -2624,8 +2624,21 @@ class KnownScope:
     @functools.cached_property
     def key(self) -> str:
         """What the known questions' verdicts depend on, as 16 hex chars of sha256: each gold
-        row's id, question (as indexed) and answerability, and the match threshold."""
-        rows = sorted([q.id, q.question, bool(q.answerable)] for q in self._gold)
+        row's question (as indexed) and answerability, and the match threshold. Not the ids:
+        a verdict is the matched row's answerability, and a tie between equally similar rows
+        goes to the first in canonical order (question, passages, ...; the id only between
+        rows alike in all of those, so of one answerability), so renumbering or reordering
+        the gold rows keeps every verdict and the key (trial 50, M2).
+
+        >>> from service.data.goldset import GoldSet
+        >>> rows = (GoldQuestion("q-1", "Who founded it?", ("p-1",)),
+        ...         GoldQuestion("q-2", "Who founded it on Mars?", ()))
+        >>> renumbered = (GoldQuestion("n-002", "Who founded it?", ("p-1",)),
+        ...               GoldQuestion("n-001", "Who founded it on Mars?", ()))
+        >>> KnownScope(GoldSet(rows)).key == KnownScope(GoldSet(renumbered)).key
+        True
+        """
+        rows = sorted([q.question, bool(q.answerable)] for q in self._gold)
         blob = json.dumps([rows, self.threshold], sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 

@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 from consumers.base import DeadLetter, ExplainsNotReady, Origin, RawMessage, Source
 from consumers.engine import Engine, Outcome, TotalsJson
 from consumers.errors import GoldwatchConsumerError, suppress_on_error
-from consumers.file_source import FileSource
+from consumers.file_source import FileSource, state_dead_letters
 from consumers.jsonl_dead_letters import DEAD_LETTER_MARK_KEY, JsonlDeadLetters
 from consumers.loop import make_decoder, run
 from service import __version__
@@ -608,7 +608,11 @@ class Runtime:
             self.engine.decode = source.wrap_decoder(self.event_decoder)
             return source
         path = str(config.path) if config.kind == "file" else "-"
-        dlq = config.dlq_path or (None if config.kind == "file" else self.http_dead_letters.path)
+        # a file source's own file per state, or the one its state already counts letters in
+        dlq = config.dlq_path or (
+            state_dead_letters(path, self.state.get, self.settings.state.dead_letter_path())
+            if config.kind == "file" else self.http_dead_letters.path
+        )  # fmt: skip
         return FileSource(path, follow=config.follow, rate=config.rate, dlq_path=dlq)
 
     # -- queries -------------------------------------------------------------------------

@@ -98,15 +98,20 @@ def file_problems(settings: Settings, loaded: dict[str, object] | None = None,
 
 
 def dead_letter_problems(settings: Settings) -> list[str]:
-    """``source.dlq_path`` (or HTTP ingest's default dead-letter file beside the state file)
-    exists but is not a regular file (a FIFO, device, socket or folder): every dead letter
-    written there would fail, so serve refuses it at start as it refuses the other files."""
+    """``source.dlq_path`` (or, unset, HTTP ingest's default dead-letter file beside the state
+    file and a file source's, the state's own ``<state.path>.dlq.jsonl``) exists but is not a
+    regular file (a FIFO, device, socket or folder): every dead letter written there would
+    fail, so serve refuses it at start as it refuses the other files."""
     configured = settings.source.dlq_path
-    path = Path(configured or Path(settings.state.path).parent / "goldwatch.dlq.jsonl")
-    if not path.exists() or path.is_file():
-        return []
-    field = "source.dlq_path" if configured else "dead-letter file (beside state.path)"
-    return [f"{field}: {path}: not a regular file (a FIFO, device, socket or folder)"]
+    if configured:
+        paths = {"source.dlq_path": Path(configured)}
+    else:
+        paths = {"dead-letter file (beside state.path)":
+                 Path(settings.state.path).parent / "goldwatch.dlq.jsonl"}  # fmt: skip
+        if settings.source.kind == "file":
+            paths["the file source's dead-letter file"] = settings.state.dead_letter_path()
+    return [f"{field}: {path}: not a regular file (a FIFO, device, socket or folder)"
+            for field, path in paths.items() if path.exists() and not path.is_file()]  # fmt: skip
 
 
 def secret_problems(settings: Settings) -> list[str]:

@@ -188,9 +188,11 @@ class SourceConfig(_Frozen):
         follow: keep reading as the file grows (``tail -f``).
         rate: events per second to replay at (demos); ``None``: as fast as possible.
         dlq_path: dead-letter JSONL file of the file or stdin source and of HTTP ingest
-            (``/v1/events``, ``/v1/traces``), shared. Unset: a file source writes
-            ``<file>.dlq.jsonl``, stdin and HTTP ingest ``<state dir>/goldwatch.dlq.jsonl``
-            (so with a file source, HTTP ingest's dead letters are in the latter). A Kafka
+            (``/v1/events``, ``/v1/traces``), shared. Unset: a file source writes its state's
+            own ``<state.path>.dlq.jsonl`` (a state that read the file before session 51
+            keeps writing the file's ``<file>.dlq.jsonl``, where its letters are), stdin and
+            HTTP ingest ``<state dir>/goldwatch.dlq.jsonl`` (so with a file source, HTTP
+            ingest's dead letters are in the latter). A Kafka
             source always writes its ``<topic>.dlq`` topic. ``goldwatch replay`` without
             ``--state`` ignores it: it writes its own ``<file>.replay.dlq.jsonl`` (or
             ``--dlq``), emptied at each run. Give each state its own dead-letter file:
@@ -235,6 +237,13 @@ class StateConfig(_Frozen):
         if not self.model_cache:
             return None
         return (state_path or self.path).parent / MODEL_CACHE_DIR
+
+    def dead_letter_path(self, state_path: Path | None = None) -> Path:
+        """The dead-letter file of a file or stdin source on ``state_path`` (default
+        :attr:`path`) when ``source.dlq_path`` is unset: ``<state>.dlq.jsonl`` beside it, one
+        per state (a state that read its log before session 51 keeps the log's
+        ``<file>.dlq.jsonl``: :func:`consumers.file_source.state_dead_letters`)."""
+        return Path(f"{state_path or self.path}.dlq.jsonl")
 
 
 def _path_not_empty(value: Any) -> Any:

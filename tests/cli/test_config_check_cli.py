@@ -140,7 +140,7 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "scanned_pdf: its live verdicts are named as not measured if its out-of-scope share "
         "stands above the others' (add 5 answerable gold rows from scanned_pdf)"
     )
-    assert result.stderr.splitlines()[-19:] == [
+    assert result.stderr.splitlines()[-20:] == [
         "# ok: every check passed; serve and replay would start from:",
         f"#   gold set 59 rows ({base / 'gold.jsonl'})",
         f"#   corpus 58 passages ({base / 'corpus.jsonl'})",
@@ -192,6 +192,9 @@ def test_a_good_configuration_ends_with_a_positive_summary(tmp_path: Path) -> No
         "#   harvest: at most 5000 suggestions held; harvest.max_new_per_batch 48 in serve "
         "(the default; a replay sheds nothing unless it is set)",
         f"#   source file {base / 'q.jsonl'}",
+        # the state's own dead-letter file (trial 50, L2: not the log's, which states shared)
+        f"#   dead letters {base / 'st' / 'state.sqlite.dlq.jsonl'} (appended; one file per "
+        "state)",
         f"#   state {base / 'st' / 'state.sqlite'}",
     ]  # fmt: skip
     bad = _check(tmp_path, text.replace("gold.jsonl", "missing.jsonl"))

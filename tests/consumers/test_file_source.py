@@ -48,6 +48,8 @@ def test_one_message_per_line_blank_lines_counted(tmp_path: Path) -> None:
         "line": 5,
         "head": source.position_after(messages)["head"],
         "dlq": {"dev": None, "ino": None, "size": 0},  # no dead letter written yet
+        # the file its letters go to, as a restart without a configured one finds it
+        "dlq_path": str((tmp_path / "log.jsonl.dlq.jsonl").absolute()),
         "file": str(path),  # the name its letters give (origin.file)
     }
 

@@ -645,7 +645,8 @@ def test_a_fresh_replay_leaves_serves_dead_letters_alone(tmp_path: Path) -> None
     """A tenth trial: serve's ``<file>.dlq.jsonl`` held its dead letters, and the next replay
     without ``--state`` emptied it (it started its own dead-letter file afresh at the same
     path). A fresh replay writes ``<file>.replay.dlq.jsonl``; with ``--state`` it appends to
-    serve's file, as serve does."""
+    the state's own ``<state>.dlq.jsonl``, as serve does (trial 50, L2), and serve's file
+    stays as it was."""
     log = tmp_path / "q.jsonl"
     good = '{"event_id": "e1", "timestamp": "2026-11-20T10:00:00Z", "question": "hostel fee?"}'
     log.write_text(good + "\nnot json\n", encoding="utf-8")
@@ -659,8 +660,10 @@ def test_a_fresh_replay_leaves_serves_dead_letters_alone(tmp_path: Path) -> None
         assert [json.loads(x)["reason"] for x in own.read_text().splitlines()] == ["not_json"]
         assert serves.read_bytes() == b'{"reason": "not_json", "from": "serve"}\n'
     resumed = run_replay(settings, log, tmp_path / "state.sqlite", None)
-    assert resumed["dlq_path"] == str(serves)
-    assert len(serves.read_bytes().splitlines()) == 2  # appended after serve's letter
+    assert resumed["dlq_path"] == str(tmp_path / "state.sqlite.dlq.jsonl")
+    assert [json.loads(x)["reason"] for x in Path(resumed["dlq_path"]).read_text().splitlines()
+            ] == ["not_json"]  # fmt: skip
+    assert serves.read_bytes() == b'{"reason": "not_json", "from": "serve"}\n'
 
 
 def test_a_clean_replay_leaves_no_dead_letter_file_and_a_held_one_stops_the_next(

@@ -42,6 +42,8 @@ def _detector(gold: GoldSet, corpus: Any, settings: Any) -> dict[str, Any]:
     det = stage.detector
     return {
         "key": det.verdict_key(),
+        # the drift stage's out_of_scope key: the verdict key and the known questions'
+        "labeller_key": stage.labeller_key(),
         "threshold": cal.threshold,
         "features": det.feature_names,
         "support": {k: v for k, v in det.support._asdict().items() if k != "change"},
@@ -72,8 +74,9 @@ def test_renumbered_gold_ids_give_the_same_detector_and_verdict_key(
     shared_data: Path, tmp_path: Path
 ) -> None:
     """Only the ids naming the rows that set the cutoff or fall below it change (the verdict
-    key hashes their vectors, not their names). The stage's drift key still changes on a
-    renumbering: it also holds the known questions' key, which names rows by id."""
+    key hashes their vectors, not their names). The stage's drift key stays too: the known
+    questions' key no longer names rows by id (trial 50, M2: a renumbering restarted
+    ``out_of_scope`` drift)."""
     gold_path, corpus_path = write_squad2_off_topic(tmp_path, root=shared_data)
     gold, corpus = load_gold_set(gold_path), load_corpus(corpus_path)
     settings = load_settings(gold_set=gold_path, corpus=corpus_path).analytics
