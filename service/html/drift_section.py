@@ -15,10 +15,12 @@ from markupsafe import Markup
 
 from service.drift.stage import (
     adjusted_note,
+    alarm_kind,
     language_moves,
     rate_moves,
     restart_text,
     silenced_verb,
+    untested_text,
 )
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
@@ -129,8 +131,12 @@ def drift_section(
         if marks:  # only quiet entries: no alarm to draw (the table lists them)
             svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
             outside = (series or {}).get("outside_note", "") if buckets else ""
-            ended = (" (or its dimension stopped alarming: the table says why)"
-                     if any(a.get("suppressed") for a in alarms) else "")  # fmt: skip
+            why = [said for kind, said in (
+                ("suppressed", "its dimension stopped alarming"),
+                ("untested", "it ended because too few events came to test it"),
+                ("restarted", "its windows started afresh"),
+            ) if any(alarm_kind(a) == kind for a in alarms)]  # fmt: skip
+            ended = f" (or {', or '.join(why)}: the table says why)" if why else ""
             parts.append(figure(svg, f"Filled: a comparison entered drift; hollow: it left{ended}."
                                 + (f" {outside}" if outside else "")))  # fmt: skip
         parts.append(
@@ -341,6 +347,8 @@ def _moved(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if alarm.get("suppressed"):  # ended by the whole dimension's suppression: not cleared
         rest = _moved({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
         return f"ended: the dimension raises no alarm now ({alarm['suppressed']}); {rest}"
+    if alarm_kind(alarm) == "untested":  # ended for lack of data: nothing moved (trial 51)
+        return untested_text(alarm)
     if "rising_terms" in alarm:
         return term_moves(alarm["rising_terms"])
     if "rate_current" in alarm:
