@@ -16,6 +16,7 @@ from markupsafe import Markup
 from service.drift.stage import (
     adjusted_note,
     alarm_kind,
+    ended_untested,
     language_moves,
     rate_moves,
     restart_text,
@@ -64,6 +65,7 @@ def drift_section(
     """
     rows = []
     held = False
+    ended_at = {(a["dimension"], a["comparison"]): a["timestamp"] for a in ended_untested(drift)}
     for dim in DIMENSIONS:
         why_off = (off or {}).get(dim)
         if why_off:
@@ -74,6 +76,9 @@ def drift_section(
         silenced = drift[dim].get("suppressed_categories") or {}
         for name, test in drift[dim]["comparisons"].items():
             row, by_hysteresis = _comparison_row(dim, name, test, drift[dim], silenced)
+            if (dim, name) in ended_at:  # its alarm ended for lack of data (trial 51 L5)
+                row[9] = (f"its alarm ended for lack of data at {when(ended_at[dim, name])}, "
+                          f"not cleared (the alarms below); {row[9]}")  # fmt: skip
             held = held or by_hysteresis
             rows.append(row)
     parts: list[str] = [

@@ -117,6 +117,9 @@ def test_every_surface_says_the_alarm_ended_for_lack_of_data() -> None:
             f"{SAID}") in text  # fmt: skip
     page = render_replay_html(doc)
     assert f"ended {SAID}" in page
+    # the comparison's own row in the table above the alarms says it too
+    assert ("its alarm ended for lack of data at 2026-01-03 10:20 UTC, not cleared (the alarms "
+            "below); not tested: ") in page  # fmt: skip
     assert "hollow: it left (or it ended because too few events came to test it" in page
     status = render_status_page(STATUS, doc["analytics"], refresh_s=0)
     assert f"refusal (baseline): alarm ended {SAID} (at 2026-01-03 10:20 UTC)" in status
