@@ -350,8 +350,11 @@ def _moved(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if alarm.get("restarted"):  # ended: its windows started afresh under a new labeller
         return f"ended: its windows started afresh ({alarm['restarted']})"
     if alarm.get("suppressed"):  # ended by the whole dimension's suppression: not cleared
+        said = f"ended: the dimension raises no alarm now ({alarm['suppressed']})"
+        if "rate_current" in alarm and alarm["rate_current"] is None:  # (its test measured
+            return said  # nothing: no "– → –")
         rest = _moved({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
-        return f"ended: the dimension raises no alarm now ({alarm['suppressed']}); {rest}"
+        return f"{said}; {rest}"
     if alarm_kind(alarm) == "untested":  # ended for lack of data: nothing moved (trial 51)
         return untested_text(alarm)
     if "rising_terms" in alarm:

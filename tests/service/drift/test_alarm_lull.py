@@ -390,6 +390,7 @@ def test_every_row_kind_through_every_renderer() -> None:
     for out in (html_section, page, status):
         assert "nan%" not in out and "None" not in out
     assert html_section.count(LEGACY_SAID) == 4 and html_section.count(f"ended {SAID}") == 1
+    assert "ended: the dimension raises no alarm now (scope AUC 0.6 &lt; 0.75)</td>" in html_section
     # the status page's line: the latest refusal baseline row is an end, still untested
     assert f"refusal (baseline): alarm ended {SAID}" not in status  # (a cleared row is later)
     assert ended_untested(drift) == []
