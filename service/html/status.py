@@ -142,8 +142,8 @@ def moved_section(
                      for dim in DIMENSIONS
                      if (drift.get(dim) or {}).get("windows_restarted")]  # fmt: skip
         # an alarm ended because too few events came, not because the drift ended (trial 51)
-        untested = [esc(f"{a['dimension']} ({a['comparison']}): alarm {untested_text(a)} "
-                        f"(at {when(a.get('timestamp'))})")
+        untested = [esc(f"{a['dimension']} ({a['comparison']}): alarm ended at "
+                        f"{when(a.get('timestamp'))} {untested_text(a).removeprefix('ended ')}")
                     for a in ended_untested(drift)]  # fmt: skip
         said = [*(moving or [esc("no dimension in drift")]), *untested, *restarted]
         moved = (Markup("<br>".join(said)) if moving or restarted or untested

@@ -122,7 +122,7 @@ def test_every_surface_says_the_alarm_ended_for_lack_of_data() -> None:
             "below); not tested: ") in page  # fmt: skip
     assert "hollow: it left (or it ended because too few events came to test it" in page
     status = render_status_page(STATUS, doc["analytics"], refresh_s=0)
-    assert f"refusal (baseline): alarm ended {SAID} (at 2026-01-03 10:20 UTC)" in status
+    assert f"refusal (baseline): alarm ended at 2026-01-03 10:20 UTC {SAID}" in status
     registry = CollectorRegistry()
     build_analytics_metrics(registry).observe_drift(doc["analytics"]["drift"])
     value = registry.get_sample_value
@@ -392,11 +392,11 @@ def test_every_row_kind_through_every_renderer() -> None:
     assert html_section.count(LEGACY_SAID) == 4 and html_section.count(f"ended {SAID}") == 1
     assert "ended: the dimension raises no alarm now (scope AUC 0.6 &lt; 0.75)</td>" in html_section
     # the status page's line: the latest refusal baseline row is an end, still untested
-    assert f"refusal (baseline): alarm ended {SAID}" not in status  # (a cleared row is later)
+    assert "refusal (baseline): alarm ended at" not in status  # (a cleared row is later)
     assert ended_untested(drift) == []
     drift["alarms"] = drift["alarms"][:8]
     assert [a["timestamp"] for a in ended_untested(drift)] == [420.0]
-    assert f"refusal (baseline): alarm ended {SAID} (at 1970-01-01 00:07 UTC)" in (
+    assert f"refusal (baseline): alarm ended at 1970-01-01 00:07 UTC {SAID}" in (
         render_status_page(STATUS, doc["analytics"], refresh_s=0))  # fmt: skip
     drift["alarms"] = [dict(row) for row, _ in ROWS]
     assert planted_findings(doc)  # (the demo's reading: opened rows only)
