@@ -179,7 +179,8 @@ def _variables(extra: list[Panel]) -> list[Panel]:
 
 
 ALERTS = ("RefusalRateMoved|OverRefusal|UnderRefusal|LanguageDrift|TopicDrift|DriftDetected|"
-          "DriftAlarmRaised|CoverageGap|GoldRecallDropped|ShadowCandidateFailing|ShadowAgreementDropped|"
+          "DriftAlarmRaised|DriftAlarmEndedUntested|CoverageGap|GoldRecallDropped|ShadowCandidateFailing|"
+          "ShadowAgreementDropped|"
           "ACLViolation|ConsumerLagHigh|"
           "DeadLetterRateHigh|NoEventsReceived|GoldSetRefreshFailing|StateFileNotDurable|"
           "GoldwatchDown")  # fmt: skip

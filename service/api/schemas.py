@@ -293,7 +293,11 @@ class DriftReport(TypedDict):
     by a confound; a gold-set comparison's opening or clearing says under ``reads`` what it
     means: a standing gap between the traffic and the gold set, found once enough traffic was
     seen, not a change at that time; one with ``restarted`` ended an open alarm when its
-    dimension's windows started afresh, saying why), ``events_seen`` and
+    dimension's windows started afresh, saying why; one of state ``insufficient_data`` with
+    ``untested`` ended an open alarm for lack of data, not cleared — ``n_current`` events of
+    the ``min_count`` a test needs, ``unit``, ``window_s``, ``hold_untested_s`` and
+    ``last_test``; ``{}`` when kept by a version before it; no figures: nothing was measured,
+    :func:`service.drift.stage.alarm_kind`), ``events_seen`` and
     :class:`EventTime`."""
 
     language: DimensionDrift

@@ -1334,7 +1334,12 @@ class DriftStage:
                     entry["confounded_by"] = self.confounded[dim][0]
                 if before == "drift" and dim in self.suppressed:  # ended: why, not "cleared"
                     entry["suppressed"] = self.suppressed[dim]
-                entry.update(_what_moved(report.to_dict()))  # fmt: skip
+                if now == "insufficient_data" and before == "drift" and "suppressed" not in entry:
+                    # ended for lack of data: nothing moved (the test measured nothing), so the
+                    # entry says how short the window was, never null figures (trial 51 H1)
+                    entry["untested"] = self._untested_end(dim, name, det, report)
+                else:
+                    entry.update(_what_moved(report.to_dict()))  # fmt: skip
                 if now == "drift" or quiet:  # the rule it met, so the entry can be checked
                     entry.update(_alarm_rule(det, report))
                 if now == "drift" and dim in CATEGORICAL:
@@ -1342,6 +1347,25 @@ class DriftStage:
                 if now == "drift":
                     self._pending_alarms[dim, name] = self._pending_alarms.get((dim, name), 0) + 1
                 self.alarms = [*self.alarms, entry][-MAX_ALARMS:]
+
+    def _untested_end(self, dim: str, name: str, det: Any, report: Any) -> dict[str, Any]:
+        """What an alarm ended for lack of data records under ``untested``: ``n_current``
+        (events in the current window at the ending test), ``min_count`` (what a test needs),
+        ``unit`` (:data:`UNITS`), ``window_s`` (the current window's span, seconds),
+        ``hold_untested_s`` (how long tests too short of events hold an open alarm) and
+        ``last_test`` (event time of the latest test with enough events; ``None``: not known,
+        a snapshot from before it was kept)."""
+        last = det.last_tested(name)
+        windows = det.windows
+        span = windows.reference_window_s if name == "reference" else windows.window_s
+        return {
+            "n_current": int(getattr(report, "n_current", 0) or 0),
+            "min_count": int(det.min_count),
+            "unit": UNITS.get(dim, "events"),
+            "window_s": float(span),
+            "hold_untested_s": float(det.hold_untested_s(name)),
+            "last_test": None if last is None else float(last.timestamp),
+        }
 
     def _rising_named(self, dim: str, moved: Mapping[str, Any]) -> list[str]:
         """The rising categories of an alarm entry or :func:`_what_moved` output of a
@@ -1644,7 +1668,8 @@ class DriftStage:
         merged = [*saved, *(lang for lang in self.topic_strata if lang not in saved)]
         self.topic_strata = list(dict.fromkeys(merged))[:TOPIC_STRATA]
         self._stratum_of = set(self.topic_strata)
-        self.alarms = list(state.get("alarms", []))[-MAX_ALARMS:]
+        # (rows from before session 51: an end for lack of data kept null figures)
+        self.alarms = [upgraded_alarm(row) for row in state.get("alarms", [])][-MAX_ALARMS:]
         self._last_state = dict(state.get("last_state", {}))
         named = state.get("named")
         if named is None:  # a snapshot from before: what the open alarms' entries named
@@ -1894,6 +1919,118 @@ def silenced_verb(key: str) -> str:
     return "raises no alarm" if key in DIMENSIONS else "opens no alarm"
 
 
+#: The kinds of row :attr:`DriftStage.alarms` holds (:func:`alarm_kind`).
+ALARM_KINDS = ("widened", "quiet", "suppressed", "restarted", "opened", "untested", "cleared")
+#: What every row of the history has, whatever its kind.
+_ALARM_IDENTITY = ("dimension", "comparison", "state", "after_events", "timestamp")
+
+
+def alarm_kind(alarm: Mapping[str, Any]) -> str:
+    """Which of :data:`ALARM_KINDS` an entry of :attr:`DriftStage.alarms` is: an open
+    alarm's ``widened`` (it names one more category), a drift a confound kept ``quiet`` (no
+    alarm), an alarm ended because its whole dimension was ``suppressed``, or because its
+    windows ``restarted`` under a new labeller, an alarm ``opened`` (state ``drift``), one
+    ended ``untested`` (state ``insufficient_data``: too few events came to test it for
+    longer than its detector holds an open alarm untested; the drift was not seen to end,
+    trial 51 L5) or ``cleared`` (its tests read the effect gone: ``ok`` or ``starved``).
+    Only ``opened``, ``widened``, ``quiet`` and ``suppressed`` rows carry what moved.
+
+    >>> alarm_kind({"state": "insufficient_data"}), alarm_kind({"state": "ok"})
+    ('untested', 'cleared')
+    >>> alarm_kind({"state": "insufficient_data", "restarted": "a new labeller"})
+    'restarted'
+    """
+    if alarm.get("widened"):
+        return "widened"
+    if alarm.get("tested_state") == "drift":
+        return "quiet"
+    if alarm.get("suppressed"):
+        return "suppressed"
+    if alarm.get("restarted"):
+        return "restarted"
+    if alarm.get("state") == "drift":
+        return "opened"
+    if alarm.get("state") == "insufficient_data":
+        return "untested"
+    return "cleared"
+
+
+def upgraded_alarm(alarm: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry of a kept :attr:`DriftStage.alarms` as this version writes it: an end for
+    lack of data (:func:`alarm_kind` ``untested``) written before session 51 kept the empty
+    test's figures (``rate_current``/``rate_compared``/``js_divergence`` ``null``, p 1,
+    nothing rising) as if they had moved (trial 51 H1: the status page formatted them and
+    answered 500); it keeps only what every row has, with ``untested`` ``{}`` (its counts
+    were not kept). Other entries are returned as they are (a new dict).
+
+    >>> upgraded_alarm({"dimension": "refusal", "comparison": "baseline", "state":
+    ...     "insufficient_data", "after_events": 9, "timestamp": 0.0, "rate_current": None,
+    ...     "rate_compared": None, "p_value": 1.0})["untested"]
+    {}
+    """
+    if alarm_kind(alarm) != "untested" or "untested" in alarm:
+        return dict(alarm)
+    kept = {key: alarm[key] for key in _ALARM_IDENTITY if key in alarm}
+    return {**kept, "untested": {}}
+
+
+def untested_text(alarm: Mapping[str, Any]) -> str:
+    """Why an alarm ended for lack of data (:func:`alarm_kind` ``untested``), in words: not
+    that the drift ended, but that too few events came to test it, e.g. ``"ended for lack of
+    data, not cleared (the drift was not seen to end): the current 6 h window held 5 answers,
+    fewer than the 100 a test needs, and no test had enough for 24 h (the latest at
+    2026-12-05 23:30 UTC)"``; an entry kept from before its counts were (``untested``
+    ``{}``) says ``"too few events came to test it"``.
+
+    >>> untested_text({"untested": {"n_current": 5, "min_count": 100, "unit": "answers",
+    ...     "window_s": 21600.0, "hold_untested_s": 86400.0, "last_test": 0.0}})[67:]
+    ': the current 6 h window held 5 answers, fewer than the 100 a test needs, and no test \
+had enough for 24 h (the latest at 1970-01-01 00:00 UTC)'
+    >>> untested_text({})[67:]
+    ': too few events came to test it'
+    """
+    head = "ended for lack of data, not cleared (the drift was not seen to end)"
+    kept = alarm.get("untested") or {}
+    if "n_current" not in kept:
+        return f"{head}: too few events came to test it"
+    last = kept.get("last_test")
+    latest = "" if last is None else f" (the latest at {_utc(float(last))})"
+    return (f"{head}: the current {_duration(float(kept['window_s']))} window held "
+            f"{kept['n_current']} {kept['unit']}, fewer than the {kept['min_count']} a test "
+            f"needs, and no test had enough for {_duration(float(kept['hold_untested_s']))}"
+            f"{latest}")  # fmt: skip
+
+
+def ended_untested(drift: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The alarms of a drift report (:meth:`DriftStage.report`: its dimensions and
+    ``alarms``) that ended for lack of data and are still untested: each comparison whose
+    latest history row is an end for lack of data (:func:`alarm_kind` ``untested``) and
+    whose latest test still reads ``insufficient_data`` (a test with enough events since
+    reads ``ok`` or ``drift`` again, and the end is then history only). In history order.
+
+    >>> ended_untested({"refusal": {"comparisons": {"baseline": {
+    ...     "state": "insufficient_data"}}}, "alarms": [
+    ...     {"dimension": "refusal", "comparison": "baseline", "state": "drift"},
+    ...     {"dimension": "refusal", "comparison": "baseline", "state": "insufficient_data"}]})
+    [{'dimension': 'refusal', 'comparison': 'baseline', 'state': 'insufficient_data'}]
+    """
+    latest: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for alarm in drift.get("alarms") or ():
+        if alarm_kind(alarm) not in ("quiet", "widened"):
+            latest[str(alarm.get("dimension")), str(alarm.get("comparison"))] = alarm
+    ended = []
+    for (dim, name), alarm in latest.items():
+        test = ((drift.get(dim) or {}).get("comparisons") or {}).get(name) or {}
+        if alarm_kind(alarm) == "untested" and test.get("state") == "insufficient_data":
+            ended.append(dict(alarm))
+    return ended
+
+
+def _pct_or_dash(value: Any) -> str:
+    """``0.25`` → ``"25.0%"``; ``None`` (not measured) → ``"–"``."""
+    return "–" if value is None else f"{value:.1%}"
+
+
 def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
     """A rate alarm's move, the newest part of its window first when the window holds two
     rates (:func:`service.drift.detectors.newest_part`; trial 41: "0.0% -> 9.7%" over a 24 h
@@ -1908,13 +2045,21 @@ def rate_moves(alarm: Mapping[str, Any], arrow: str = "->") -> str:
     ...     {"language": "de", "rate_reference": 0.077, "n_reference": 39,
     ...      "rate_current": 0.69, "n_current": 42}]})
     '3.3% -> 11.7%; rising in de: 7.7% of 39 -> 69.0% of 42'
+
+    A rate not measured (``None``: a test of too few events, e.g. the figures an alarm
+    ended by suppression kept) reads ``–``, never a ``TypeError`` (trial 51 H1):
+
+    >>> rate_moves({"rate_compared": None, "rate_current": None})
+    '– -> –'
     """
-    moved = f"{alarm['rate_compared']:.1%} {arrow} "
+    moved = f"{_pct_or_dash(alarm.get('rate_compared'))} {arrow} "
     languages = language_moves(alarm.get("languages", ()), arrow)
     if not alarm.get("recent_s"):
-        return moved + f"{alarm['rate_current']:.1%}" + languages
-    return (f"{moved}{alarm['rate_recent']:.1%} in the newest {_duration(alarm['recent_s'])} "
-            f"({alarm['n_recent']} events), {alarm['rate_current']:.1%} over the whole "
+        return moved + _pct_or_dash(alarm.get("rate_current")) + languages
+    recent = _pct_or_dash(alarm.get("rate_recent"))
+    current = _pct_or_dash(alarm.get("rate_current"))
+    return (f"{moved}{recent} in the newest {_duration(alarm['recent_s'])} "
+            f"({alarm['n_recent']} events), {current} over the whole "
             f"{_duration(alarm['window_s'])} window{languages}")  # fmt: skip
 
 

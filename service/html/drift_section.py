@@ -15,10 +15,13 @@ from markupsafe import Markup
 
 from service.drift.stage import (
     adjusted_note,
+    alarm_kind,
+    ended_untested,
     language_moves,
     rate_moves,
     restart_text,
     silenced_verb,
+    untested_text,
 )
 from service.html import plots
 from service.html.page import badge, esc, figure, num, para, pct, section, table, when
@@ -62,6 +65,7 @@ def drift_section(
     """
     rows = []
     held = False
+    ended_at = {(a["dimension"], a["comparison"]): a["timestamp"] for a in ended_untested(drift)}
     for dim in DIMENSIONS:
         why_off = (off or {}).get(dim)
         if why_off:
@@ -72,6 +76,9 @@ def drift_section(
         silenced = drift[dim].get("suppressed_categories") or {}
         for name, test in drift[dim]["comparisons"].items():
             row, by_hysteresis = _comparison_row(dim, name, test, drift[dim], silenced)
+            if (dim, name) in ended_at:  # its alarm ended for lack of data (trial 51 L5)
+                row[9] = (f"its alarm ended for lack of data at {when(ended_at[dim, name])}, "
+                          f"not cleared (the alarms below); {row[9]}")  # fmt: skip
             held = held or by_hysteresis
             rows.append(row)
     parts: list[str] = [
@@ -129,8 +136,12 @@ def drift_section(
         if marks:  # only quiet entries: no alarm to draw (the table lists them)
             svg = plots.timeline(list(DIMENSIONS), marks, title="Drift alarms", span=span)
             outside = (series or {}).get("outside_note", "") if buckets else ""
-            ended = (" (or its dimension stopped alarming: the table says why)"
-                     if any(a.get("suppressed") for a in alarms) else "")  # fmt: skip
+            why = [said for kind, said in (
+                ("suppressed", "its dimension stopped alarming"),
+                ("untested", "it ended because too few events came to test it"),
+                ("restarted", "its windows started afresh"),
+            ) if any(alarm_kind(a) == kind for a in alarms)]  # fmt: skip
+            ended = f" (or {', or '.join(why)}: the table says why)" if why else ""
             parts.append(figure(svg, f"Filled: a comparison entered drift; hollow: it left{ended}."
                                 + (f" {outside}" if outside else "")))  # fmt: skip
         parts.append(
@@ -339,8 +350,13 @@ def _moved(alarm: Mapping[str, Any], silenced: Mapping[str, str]) -> str:
     if alarm.get("restarted"):  # ended: its windows started afresh under a new labeller
         return f"ended: its windows started afresh ({alarm['restarted']})"
     if alarm.get("suppressed"):  # ended by the whole dimension's suppression: not cleared
+        said = f"ended: the dimension raises no alarm now ({alarm['suppressed']})"
+        if "rate_current" in alarm and alarm["rate_current"] is None:  # (its test measured
+            return said  # nothing: no "– → –")
         rest = _moved({k: v for k, v in alarm.items() if k != "suppressed"}, silenced)
-        return f"ended: the dimension raises no alarm now ({alarm['suppressed']}); {rest}"
+        return f"{said}; {rest}"
+    if alarm_kind(alarm) == "untested":  # ended for lack of data: nothing moved (trial 51)
+        return untested_text(alarm)
     if "rising_terms" in alarm:
         return term_moves(alarm["rising_terms"])
     if "rate_current" in alarm:

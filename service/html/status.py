@@ -22,11 +22,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from service.drift.stage import REFERENCE_GAP, restart_text
+from service.drift.stage import REFERENCE_GAP, ended_untested, restart_text, untested_text
 from service.harvest.shed_note import not_compared_note
 from service.html.drift_section import DIMENSIONS, category_moves, rate_move
 from service.html.extras import find_extra, gold_run_text, suggestion_rows
-from service.html.page import badge, document, esc, num, para, pct, section, table
+from service.html.page import badge, document, esc, num, para, pct, section, table, when
 from service.html.replay_page import analytics_sections, notices
 from service.quality.by_group import lowest_group_text
 from service.quality.by_language import flag_agreement_brief, rate_text
@@ -142,8 +142,13 @@ def moved_section(
         restarted = [esc(restart_text(dim, (drift.get(dim) or {})["windows_restarted"]))
                      for dim in DIMENSIONS
                      if (drift.get(dim) or {}).get("windows_restarted")]  # fmt: skip
-        said = [*(moving or [esc("no dimension in drift")]), *restarted]
-        moved = Markup("<br>".join(said)) if moving or restarted else "no dimension in drift"
+        # an alarm ended because too few events came, not because the drift ended (trial 51)
+        untested = [esc(f"{a['dimension']} ({a['comparison']}): alarm ended at "
+                        f"{when(a.get('timestamp'))} {untested_text(a).removeprefix('ended ')}")
+                    for a in ended_untested(drift)]  # fmt: skip
+        said = [*(moving or [esc("no dimension in drift")]), *untested, *restarted]
+        moved = (Markup("<br>".join(said)) if moving or restarted or untested
+                 else "no dimension in drift")  # fmt: skip
         rows.append([_link("drift", "drift"), moved])
         refusals = analytics.get("refusals") or {}
         state = ((drift.get("refusal") or {}).get("state")) or "–"

@@ -93,10 +93,12 @@ from service.coverage import OUT_OF_SCOPE_COUNTED
 from service.document_groups import all_tied_note, grouped_note, uncovered_note
 from service.drift.stage import (
     adjusted_note,
+    alarm_kind,
     counted_before_text,
     rate_moves,
     restart_text,
     silenced_verb,
+    untested_text,
 )
 from service.embeddings.config import english_model_notice
 from service.evaluation.detector_quality import (
@@ -796,8 +798,10 @@ def render_text(doc: ReplayReport) -> str:
                          f"({alarm['suppressed']})")  # fmt: skip
         elif alarm.get("restarted"):  # its windows started afresh under a new labeller
             lines.append(f"  ended  {where}: its windows started afresh ({alarm['restarted']})")
+        elif alarm_kind(alarm) == "untested":  # not cleared: too few events came (trial 51)
+            lines.append(f"  ended  {where}: {untested_text(alarm).removeprefix('ended ')}")
         elif alarm["state"] != "drift":
-            why = "too few events to test" if alarm["state"] == "insufficient_data" else "cleared"
+            why = "cleared"
             # (a gold-set comparison's: what its clearing means, trial 41)
             lines.append(f"  ended  {where}: {why}" + (f" ({alarm['reads']})"
                                                       if alarm.get("reads") else ""))  # fmt: skip

@@ -123,6 +123,8 @@ class AnalyticsMetrics:
     goldwatch_drift_events_held_ahead            gauge   (events held ahead of the watermark)
     goldwatch_drift_alarms_total                 counter dimension, comparison (alarms
                                                          raised: moves into drift)
+    goldwatch_drift_alarm_ended_untested         gauge   dimension, comparison (1: the latest
+                                                         alarm ended for lack of data)
     goldwatch_coverage_gap_ratio                 gauge   dimension, category
     goldwatch_detector_auc                       gauge   detector (ROC AUC on its
                                                          calibration data; absent: unknown)
@@ -166,6 +168,7 @@ class AnalyticsMetrics:
     drift_kept_out: Counter
     drift_held_ahead: Gauge
     drift_alarms: Counter
+    drift_alarm_untested: Gauge
     coverage_gap: Gauge
     detector_auc: Gauge
     detector_auc_bound: Gauge
@@ -298,12 +301,26 @@ class AnalyticsMetrics:
             for state in DRIFT_STATES:
                 self.drift_state.labels(**labels, state=state).set(state == "insufficient_data")
 
+    def _alarms_untested(self, report: Mapping[str, Any]) -> None:
+        """``goldwatch_drift_alarm_ended_untested``: 1 for each comparison whose latest alarm
+        ended for lack of data and whose tests still lack events
+        (:func:`service.drift.stage.ended_untested`), 0 for every other one."""
+        from service.drift.stage import ended_untested  # (numpy: not before the port binds)
+
+        ended = {(str(a["dimension"]), str(a["comparison"])) for a in ended_untested(report)}
+        for dimension in DRIFT_DIMENSIONS:
+            for comparison in DRIFT_COMPARISONS:
+                self.drift_alarm_untested.labels(dimension=dimension, comparison=comparison).set(
+                    (dimension, comparison) in ended
+                )
+
     def observe_drift(self, report: Mapping[str, Any]) -> None:
         """Mirror a :meth:`service.drift.stage.DriftStage.report` into the drift gauges
         (its ``event_time.ahead`` into ``goldwatch_drift_events_held_ahead``)."""
         ahead = (report.get("event_time") or {}).get("ahead")
         if ahead is not None:
             self.drift_held_ahead.set(int(ahead))
+        self._alarms_untested(report)
         for dimension, body in report.items():
             if dimension not in DRIFT_DIMENSIONS:
                 continue
@@ -691,6 +708,16 @@ def build_analytics_metrics(
             "when raised, so an alarm raised and cleared within minutes of wall time (a log "
             "or a backlog read faster than real time) still counts once. Not restored on a "
             "restart: a restored open alarm was counted by the process that raised it.",
+            ["dimension", "comparison"],
+        ),
+        drift_alarm_untested=gauge(
+            "drift_alarm_ended_untested", "1 while the latest drift alarm of a dimension's "
+            "comparison ended for lack of data, not cleared: its windows stayed under "
+            "analytics.drift.min_count events for longer than an open alarm is held untested "
+            "(a lull in the traffic), so drift_state reads insufficient_data and DriftDetected "
+            "resolves though the drift was never seen to end; back to 0 once a test has "
+            "enough events again (it then reads ok or drift) or a new alarm opens. GET "
+            "/v1/drift alarms: the entry with untested (its counts).",
             ["dimension", "comparison"],
         ),
         coverage_gap=gauge(
