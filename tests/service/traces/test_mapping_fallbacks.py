@@ -136,8 +136,10 @@ def test_openinference_documents_without_a_span_kind_make_a_retrieval_span() -> 
         {"openinference.span.kind": "CHAIN", **OPENINFERENCE_DOCUMENTS},  # another kind
         {"gen_ai.operation.name": "embeddings", **OPENINFERENCE_DOCUMENTS},  # another operation
         {"gen_ai.operation.name": "chat", **OPENINFERENCE_DOCUMENTS},  # an LLM span
-        {"openinference.span.kind": "TOOL",  # the GenAI documents on a span of another kind
-         "gen_ai.retrieval.documents": json.dumps([{"id": "d-1", "score": 0.9}])},
+        {
+            "openinference.span.kind": "TOOL",  # the GenAI documents on a span of another kind
+            "gen_ai.retrieval.documents": json.dumps([{"id": "d-1", "score": 0.9}]),
+        },
     ],
 )
 def test_documents_on_a_span_that_is_not_a_retrieval_span_are_counted(
