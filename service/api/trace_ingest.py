@@ -80,11 +80,9 @@ from service.state import StateError
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
 from service.traces.mapping import (
-    NOT_RETRIEVAL_SPAN,
-    RESULTS_FIELD,
-    RETRIEVAL_SPAN_RULE,
     TraceMappingError,
     content_index,
+    stray_documents_message,
     trace_to_event,
 )
 from service.traces.otlp import (
@@ -501,13 +499,9 @@ class TraceIngest:
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
             self._dropped.append(built.dropped)
-            if not self._stray_logged and (RESULTS_FIELD, NOT_RETRIEVAL_SPAN) in built.dropped:
+            if not self._stray_logged and (stray := stray_documents_message(built)):
                 self._stray_logged = True
-                log.warning("trace ingest: trace %s carries retrieved documents on a span that "
-                            "is not a retrieval span (one needs %s); they were not read, and "
-                            "every such trace counts in fields_dropped as '%s: %s' (logged "
-                            "once)", built.trace_id, RETRIEVAL_SPAN_RULE, RESULTS_FIELD,
-                            NOT_RETRIEVAL_SPAN)  # fmt: skip
+                log.warning("trace ingest: %s", stray)
         return waited + self._hand_over()
 
     def _hand_over(self) -> int:

@@ -301,6 +301,20 @@ def trace_to_event(
                       dropped=dropped)  # fmt: skip
 
 
+def stray_documents_message(built: TraceEvent) -> str | None:
+    """The log line for an event whose trace carried documents on a span that is not a
+    retrieval span (:data:`NOT_RETRIEVAL_SPAN` in :attr:`TraceEvent.dropped`): its trace id,
+    the rule a retrieval span meets, where it is counted; never content. ``None`` otherwise.
+    Both trace ingest paths log it for the first such trace of the process only (every one
+    counts in ``fields_dropped``)."""
+    if (RESULTS_FIELD, NOT_RETRIEVAL_SPAN) not in built.dropped:
+        return None
+    return (f"trace {built.trace_id} carries retrieved documents on a span that is not a "
+            f"retrieval span (one needs {RETRIEVAL_SPAN_RULE}); they were not read, and every "
+            f"such trace counts in fields_dropped as '{RESULTS_FIELD}: {NOT_RETRIEVAL_SPAN}' "
+            f"(logged once)")  # fmt: skip
+
+
 def _validation_detail(exc: ValidationError) -> str:
     """Where and what failed (``"question: string_pattern_mismatch"``), at most three
     problems; never the input value (it is content)."""

@@ -66,8 +66,9 @@ def test_the_minimal_instrumentation_example_gives_the_event_the_docs_describe(
         env = {**os.environ,
                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": service.base_url + "/v1/traces",
                "OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"authorization=Bearer {TOKEN}"}  # fmt: skip
-        run = subprocess.run([sys.executable, "-c", blocks["python"] + REPORT], env=env,
-                             capture_output=True, text=True, timeout=WAIT_S, check=False)  # fmt: skip
+        code = blocks["python"] + REPORT
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=WAIT_S, check=False)  # fmt: skip
         assert run.returncode == 0, run.stderr
         root = json.loads(run.stdout.splitlines()[-1])
         deadline = time.monotonic() + WAIT_S
