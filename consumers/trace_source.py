@@ -43,6 +43,7 @@ replicas is assembled in parts by both.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -66,7 +67,12 @@ from consumers.engine import Decoder
 from service.events import QueryLogEvent
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Completed, Rejected, TraceAssembler
-from service.traces.mapping import TraceMapping, TraceMappingError, trace_to_event
+from service.traces.mapping import (
+    TraceMapping,
+    TraceMappingError,
+    stray_documents_message,
+    trace_to_event,
+)
 from service.traces.otlp import (
     Decoded,
     TraceDecodeError,
@@ -75,6 +81,7 @@ from service.traces.otlp import (
     encode_json,
 )
 
+log = logging.getLogger(__name__)
 Encoding = Literal["otlp_proto", "otlp_json", "otlp"]
 #: Most messages per trace :meth:`TraceSource.poll` asks the wrapped source for, per event
 #: the loop asks for (a bound on one poll's decoding work: 8 x ``max_records`` messages).
@@ -200,6 +207,7 @@ class TraceSource:
         self._letters: dict[int, DeadLetter] = {}  # id(message) -> its dead letter
         self._seen = [0, 0]  # messages polled, traces handed out (both halved now and then)
         self.state_key = "otlp_traces"
+        self._stray_logged = False  # documents off a retrieval span logged (once)
         #: Counts of what this source did: ``traces`` by why, ``rejected`` and ``unmapped``
         #: by reason, ``undecodable`` by reason, ``spans``, ``repeated`` (spans sent again:
         #: ``repeated`` into an open trace, ``duplicate`` after their trace was handed out).
@@ -417,6 +425,9 @@ class TraceSource:
                 letters.append(DeadLetter(RawMessage(value, origin), exc.reason, exc.detail))
                 continue
             out.append(ReadyEvent(built.event, origin, built.dropped))
+            if not self._stray_logged and (stray := stray_documents_message(built)):
+                self._stray_logged = True  # once per process; every one counts (dropped)
+                log.warning("trace source: %s", stray)
         return out
 
     def commit(self, messages: Sequence[RawMessage], force: bool = False) -> None:

@@ -79,7 +79,12 @@ from service.runtime.process import EngineBusy, Runtime
 from service.state import StateError
 from service.telemetry import TraceMetrics
 from service.traces.assembly import REPEAT_REASONS, Rejected, TraceAssembler
-from service.traces.mapping import TraceMappingError, content_index, trace_to_event
+from service.traces.mapping import (
+    TraceMappingError,
+    content_index,
+    stray_documents_message,
+    trace_to_event,
+)
 from service.traces.otlp import (
     SURROGATE_ESCAPE,
     InvalidSpan,
@@ -165,6 +170,9 @@ class TraceIngest:
         #: per value: what its trace carried that the event lost (TraceEvent.dropped)
         self._dropped: list[tuple[tuple[str, str], ...]] = []
         self._letters: list[DeadLetter] = []  # dead letters not yet written
+        #: whether the first trace with documents on a span that is not a retrieval span
+        #: was logged (once per process; every such event counts in ``fields_dropped``)
+        self._stray_logged = False
         self._keys: dict[str, list[str]] = {}  # open trace id -> its pending keys
         #: pending keys of handed-out (or evicted) traces: deleted by the next checkpoint
         #: that covers their events and dead letters
@@ -491,6 +499,9 @@ class TraceIngest:
                 continue
             self._values.append(built.event.model_dump_json().encode("utf-8", "surrogatepass"))
             self._dropped.append(built.dropped)
+            if not self._stray_logged and (stray := stray_documents_message(built)):
+                self._stray_logged = True
+                log.warning("trace ingest: %s", stray)
         return waited + self._hand_over()
 
     def _hand_over(self) -> int:

@@ -101,7 +101,7 @@ from service.harvest.text import comparison_form, jaccard, strip_controls, trigr
 from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
-from service.text.subject import has_placeholder, subject
+from service.text.subject import has_placeholder, subject, without_placeholders
 from service.text.wording import may_merge, wording
 
 __all__ = [
@@ -334,11 +334,21 @@ label (or edit the gold-set row)
     if not has_placeholder(question):
         return None
     found = [p for p in PLACEHOLDERS.values() if p in question]
+    read = subject(question)
+    if read == question:  # nothing but contact clauses: the request itself (subject())
+        how = ("as asked, placeholders included (it holds nothing but contact words around "
+               "them: a request about those details)")  # fmt: skip
+    elif " ".join(read.split()) == without_placeholders(question):  # no clause removed
+        how = (
+            f"as {read!r} (only the placeholders taken out: the words around one go with it "
+            f"only as a clause of contact words set apart by punctuation or and/or)"
+        )
+    else:
+        how = f"as {read!r} (without the placeholders and the contact clauses around them)"
     return (f"the question written holds placeholders ({', '.join(found)}) of scrubbed "
-            f"personal data: it is kept as asked; topics and out-of-scope read it as "
-            f"{subject(question)!r} (without the placeholders and the contact clauses around "
-            f"them); to write another wording, accept with a reworded \"question\" label (or "
-            f"edit the gold-set row)")  # fmt: skip
+            f"personal data: it is kept as asked; topics and out-of-scope read it {how}; to "
+            f"write another wording, accept with a reworded \"question\" label (or edit the "
+            f"gold-set row)")  # fmt: skip
 
 
 _LONGEST_PLACEHOLDER = max(len(p) for p in PLACEHOLDERS.values())

@@ -112,11 +112,12 @@ class SuggestionRecord(SuggestionJson):
     ``generated``), ``count`` of distinct events, ``first_seen``/``last_seen`` (RFC 3339,
     UTC), the recent ``events`` ids, ``reasons`` ``{reason: events}``, up to 3 scrubbed
     ``variants``, the ``pool`` ``{passage id: {retriever: best rank (1-based)}}``, the
-    coverage ``gap`` (≥ 0) with its ``gap_dimension`` (``"language"`` or ``"topic"``, ``None``
-    without a gap) and the first ``trace_id`` — then ``priority`` (float ≥ 0, 6 decimals) and
-    ``primary_reason``; and ``wording_note`` only when the ``question`` shown is not the first
-    wording asked (:func:`~service.harvest.suggestion.wording_note`: which it is, and the
-    placeholders the earlier ones hold)."""
+    coverage ``gap`` (≥ 0) with its ``gap_dimension`` (``"language"``, ``"topic"`` or
+    ``"document"``, ``None`` without a gap) and the first ``trace_id`` — then ``priority``
+    (float ≥ 0, 6 decimals) and ``primary_reason``; and ``wording_note`` only when the
+    ``question`` shown is not the first wording asked
+    (:func:`~service.harvest.suggestion.wording_note`: which it is, and the placeholders the
+    earlier ones hold)."""
 
     priority: float
     primary_reason: str | None

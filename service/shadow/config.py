@@ -27,7 +27,9 @@ class CandidateConfig(_Frozen):
         k: passages asked for; RBO is measured on production's ranking as logged and the
             candidate's k passages whole (RBO_ext for uneven lengths), overlap, Jaccard,
             Kendall's tau, top-1 and citation recall at ``min(k, production depth)``.
-        sample_rate: share of events run, in [0, 1] (deterministic per ``event_id``).
+        sample_rate: share of events run, in [0, 1] (deterministic per ``event_id``; on the
+            OpenTelemetry path that is the trace id, so the same traffic sent as JSONL events
+            and as traces samples different events).
         timeout_s: deadline of one shadow call in seconds, retries included.
         max_concurrency: worker threads (parallel calls).
         max_abandoned: hung calls tolerated before capacity shrinks (threads stay bounded by

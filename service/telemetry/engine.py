@@ -88,9 +88,17 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
     "bad_encoding",
 )
 
-#: Why a decoder dropped an optional field (consumers.decoding.DROP_REASONS, kept equal by a
-#: test); the field label is one of service.events.OPTIONAL_FIELD_PATHS.
-FIELD_DROP_REASONS: tuple[str, ...] = ("missing_field", "wrong_type", "invalid_value")
+#: Why an optional field was dropped from a kept event: the decoder's reasons
+#: (consumers.decoding.DROP_REASONS, kept equal by a test), then trace ingest's own
+#: ``not_retrieval_span`` (retrieved documents on a span that is not a retrieval span:
+#: service.traces.mapping.NOT_RETRIEVAL_SPAN); the field label is one of
+#: service.events.OPTIONAL_FIELD_PATHS.
+FIELD_DROP_REASONS: tuple[str, ...] = (
+    "missing_field",
+    "wrong_type",
+    "invalid_value",
+    "not_retrieval_span",
+)
 
 BATCH_SIZE_BUCKETS: tuple[float, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 10_000)
 BATCH_SECONDS_BUCKETS: tuple[float, ...] = (

@@ -16,7 +16,7 @@ import re
 
 from service.records import PLACEHOLDERS
 
-__all__ = ["CONTACT_WORDS", "SIGN_OFF_WORDS", "has_placeholder", "subject"]
+__all__ = ["CONTACT_WORDS", "SIGN_OFF_WORDS", "has_placeholder", "subject", "without_placeholders"]
 
 #: Any placeholder, with a possessive after it (``<NAME>'s``).
 _PLACEHOLDER = re.compile(
@@ -87,6 +87,17 @@ def has_placeholder(text: str) -> bool:
     (True, False)
     """
     return "<" in text and _PLACEHOLDER.search(text) is not None
+
+
+def without_placeholders(text: str) -> str:
+    """``text`` with its placeholders (a possessive after one included) taken out and nothing
+    else, runs of whitespace collapsed to one space, ends stripped: what :func:`subject`
+    gives when it removes no clause, whitespace aside.
+
+    >>> without_placeholders("areas Call me at <PHONE>"), without_placeholders("<NAME>'s car")
+    ('areas Call me at', 'car')
+    """
+    return " ".join(_PLACEHOLDER.sub(" ", text).split())
 
 
 def _only(words: list[str], vocabulary: frozenset[str]) -> bool:

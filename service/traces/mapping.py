@@ -60,12 +60,17 @@ OpenLLMetry ``semconv_ai``):
   configured attributes.
 * retriever spans: OpenInference kind ``RETRIEVER``; ``gen_ai.operation.name: retrieval``;
   OpenLLMetry ``db.vector.query.top_k`` or ``db.query.result`` events; and, for
-  instrumentations that leave out the operation name, a non-LLM span with
-  ``gen_ai.retrieval.top_k`` (the name some emit instead of the spec's
+  instrumentations that leave out the kind and the operation name, a non-LLM span with
+  OpenInference ``retrieval.documents.*`` (the spec defines those documents as what a
+  retriever returned, so they are retrieval evidence by themselves, as the GenAI documents
+  are), ``gen_ai.retrieval.top_k`` (the name some emit instead of the spec's
   ``gen_ai.request.top_k``), ``gen_ai.retrieval.documents`` or
   ``gen_ai.retrieval.query.text``, or with ``gen_ai.request.top_k`` next to
   ``gen_ai.data_source.id`` (``gen_ai.request.top_k`` alone is also an LLM sampling
-  parameter).
+  parameter). Documents of either convention on any other span (another kind such as
+  ``CHAIN`` or ``LLM``, an LLM span, another operation name) are ambiguous and not read; the
+  event names them in :attr:`TraceEvent.dropped` (``retrieval.results``,
+  ``not_retrieval_span``), never silently.
 
 Attributes are looked up on the root span first, then on the other spans in start order.
 """
@@ -177,8 +182,10 @@ class TraceEvent:
             ``("answer.text", "missing_field")`` (the root's ``output.value``
             a JSON object with none of :attr:`TraceMapping.answer_json_keys`, and no other
             answer text), ``("feedback.rating", "wrong_type" | "invalid_value")`` (the
-            :attr:`TraceMapping.feedback_attribute` value not a finite number). The engine
-            counts them (``fields_dropped``) when the event is kept.
+            :attr:`TraceMapping.feedback_attribute` value not a finite number),
+            ``("retrieval.results", "not_retrieval_span")`` (documents on a span that is
+            not a retrieval span: not read; once per event). The engine counts them
+            (``fields_dropped``) when the event is kept.
     """
 
     event: QueryLogEvent
@@ -255,7 +262,13 @@ def trace_to_event(
     question = _question(root, llms, mapping)
     if question is None:
         raise TraceMappingError("missing_field", _no_question(spans, llms, root, mapping))
-    retrievers = [span for span in ordered if _is_kind(span, "RETRIEVER") or _is_retrieval(span)]
+    retrievers: list[Span] = []
+    stray = False  # documents on a span that is not a retrieval span: not read, counted
+    for span in ordered:
+        if _is_kind(span, "RETRIEVER") or _is_retrieval(span):
+            retrievers.append(span)
+        elif not stray:
+            stray = _carries_documents(span)
     rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
     feedback, unread_rating = _feedback(ordered, mapping.feedback_attribute)
     try:
@@ -275,6 +288,8 @@ def trace_to_event(
     except ValidationError as exc:  # e.g. a lone surrogate in the question: the trace's fault
         raise TraceMappingError("invalid_value", _validation_detail(exc)) from None
     dropped: tuple[tuple[str, str], ...] = () if unread is None else ((RESULTS_FIELD, unread),)
+    if stray:
+        dropped += ((RESULTS_FIELD, NOT_RETRIEVAL_SPAN),)
     if unread_rating is not None:
         dropped += (("feedback.rating", unread_rating),)
     answer = event.answer
@@ -284,6 +299,20 @@ def trace_to_event(
         dropped += (("answer.text", "missing_field"),)
     return TraceEvent(event=event, trace_id=trace_id, rewritten_query=rewritten,
                       dropped=dropped)  # fmt: skip
+
+
+def stray_documents_message(built: TraceEvent) -> str | None:
+    """The log line for an event whose trace carried documents on a span that is not a
+    retrieval span (:data:`NOT_RETRIEVAL_SPAN` in :attr:`TraceEvent.dropped`): its trace id,
+    the rule a retrieval span meets, where it is counted; never content. ``None`` otherwise.
+    Both trace ingest paths log it for the first such trace of the process only (every one
+    counts in ``fields_dropped``)."""
+    if (RESULTS_FIELD, NOT_RETRIEVAL_SPAN) not in built.dropped:
+        return None
+    return (f"trace {built.trace_id} carries retrieved documents on a span that is not a "
+            f"retrieval span (one needs {RETRIEVAL_SPAN_RULE}); they were not read, and every "
+            f"such trace counts in fields_dropped as '{RESULTS_FIELD}: {NOT_RETRIEVAL_SPAN}' "
+            f"(logged once)")  # fmt: skip
 
 
 def _validation_detail(exc: ValidationError) -> str:
@@ -373,14 +402,32 @@ _GENAI_RETRIEVAL_KEYS = (
     GENAI_DOCUMENTS,
     "gen_ai.retrieval.query.text",
 )
+#: The prefix of OpenInference's flattened documents, ``retrieval.documents.{i}.document.*``
+#: (``spec/semantic_conventions.md``: the documents a RETRIEVER span returned).
+OPENINFERENCE_DOCUMENTS = "retrieval.documents."
+#: The drop reason of ``retrieval.results`` when a span that is not a retrieval span
+#: (:data:`RETRIEVAL_SPAN_RULE`) carries documents: they are not read.
+NOT_RETRIEVAL_SPAN = "not_retrieval_span"
+#: How a span is recognised as a retrieval span, for the log line of a trace whose documents
+#: sit on another span.
+RETRIEVAL_SPAN_RULE = (
+    "openinference.span.kind RETRIEVER; or no span kind, no gen_ai.operation.name, not an "
+    "LLM span, and retrieval.documents.*, gen_ai.retrieval.documents, "
+    "gen_ai.retrieval.top_k or gen_ai.retrieval.query.text; or gen_ai.operation.name "
+    "retrieval; or db.vector.query.top_k or db.query.result events"
+)
 
 
 def _is_retrieval(span: Span) -> bool:
+    """A retrieval span without the OpenInference kind (module docstring, "retriever
+    spans"): the documents attributes of either convention are themselves the evidence."""
     attrs = span.attributes
     if _kind(span) == "" and attrs.get("gen_ai.operation.name") == "retrieval":
         return True
     if _kind(span) == "" and "gen_ai.operation.name" not in attrs and not _is_llm(span):
         if any(key in attrs for key in _GENAI_RETRIEVAL_KEYS):
+            return True
+        if any(key.startswith(OPENINFERENCE_DOCUMENTS) for key in attrs):
             return True
         if "gen_ai.request.top_k" in attrs and "gen_ai.data_source.id" in attrs:
             return True
@@ -390,6 +437,18 @@ def _is_retrieval(span: Span) -> bool:
     if "db.vector.query.top_k" in attrs:  # OpenLLMetry vector-DB query span
         return True
     return any(event.name == "db.query.result" for event in span.events)
+
+
+def _carries_documents(span: Span) -> bool:
+    """Whether a span carries retrieved documents in either convention (OpenInference
+    ``retrieval.documents.*``, GenAI ``gen_ai.retrieval.documents`` on the span or an
+    event): on a span that is not a retrieval span they are not read, and the trace's event
+    names that (:data:`NOT_RETRIEVAL_SPAN`)."""
+    attrs = span.attributes
+    if GENAI_DOCUMENTS in attrs or any(key.startswith(OPENINFERENCE_DOCUMENTS) for key in attrs):
+        return True
+    return any(event.name == GENAI_DOCUMENTS or GENAI_DOCUMENTS in event.attributes
+               for event in span.events)  # fmt: skip
 
 
 # --- question and answer ------------------------------------------------------------------
@@ -807,7 +866,7 @@ def _hits(span: Span, pid: Callable[..., str | None]) -> tuple[list[Hit], str | 
     ``db.query.result`` events. Also why documents it carries were not read (a drop reason:
     :func:`_genai_documents`; an event named ``gen_ai.retrieval.documents`` without that
     attribute is ``missing_field``): of the shape read, else the first unread one."""
-    hits, unread = _documents(span.attributes, "retrieval.documents.", pid)
+    hits, unread = _documents(span.attributes, OPENINFERENCE_DOCUMENTS, pid)
     if hits:
         return hits, unread
     first = unread

@@ -4,9 +4,11 @@ commits held below the oldest open trace."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from consumers.base import DeadLetter, Origin, RawMessage
@@ -280,3 +282,38 @@ def test_documents_a_trace_carried_unread_count_once_for_the_event_kept() -> Non
             no_results = Retrieval(retriever="retrieval", latency_ms=2e-6, results=())
             assert outcome.batch.events[0].retrieval == no_results
         assert engine.totals.fields_dropped == {"retrieval.results: missing_field": 1}
+
+
+def test_documents_off_a_retrieval_span_are_counted_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Trial 51 (M1) on the Kafka path: OpenInference documents on a CHAIN span are not read;
+    each such event counts ``retrieval.results: not_retrieval_span`` through the engine, and
+    the source logs the first such trace only. The same documents on a span without a kind
+    are read (a retriever's)."""
+    docs = {"retrieval.documents.0.document.id": "p-1",
+            "retrieval.documents.0.document.score": 2.0}  # fmt: skip
+
+    def trace(trace_id: str, kind: str | None) -> list[Span]:
+        attrs = docs if kind is None else {"openinference.span.kind": kind, **docs}
+        step = Span(trace_id, "0" * 15 + "2", "0" * 15 + "1", "search", T0 + 1, T0 + 3, attrs)
+        return [step, root(trace_id, f"{trace_id[0]}?")]
+
+    caplog.set_level(logging.WARNING, logger="consumers.trace_source")
+    metrics = build_metrics(CollectorRegistry(), topics=["otlp_spans"])
+    engine = Engine(default_pipeline(PipelineConfig()), StateStore.in_memory(), metrics,
+                    make_decoder())  # fmt: skip
+    source, _, clock = _source([[msg(0, trace(A, "CHAIN")), msg(1, trace(B, "CHAIN")),
+                                 msg(2, trace(C, None))]])  # fmt: skip
+    engine.decode = source.wrap_decoder(make_decoder())
+    assert source.poll(100, 0) == []
+    clock.now = 1.0
+    outcome = engine.process(source.poll(100, 0), "kafka")
+    assert outcome.batch is not None and outcome.counts.processed == 3
+    by_id = {event.event_id: event.retrieval for event in outcome.batch.events}
+    assert (by_id[A], by_id[B]) == (None, None)
+    assert by_id[C] == Retrieval(retriever="search", latency_ms=2e-6,
+                                 results=({"id": "p-1", "score": 2.0, "rank": 1},))  # fmt: skip
+    assert engine.totals.fields_dropped == {"retrieval.results: not_retrieval_span": 2}
+    lines = [r.getMessage() for r in caplog.records if "not a retrieval span" in r.getMessage()]
+    assert len(lines) == 1 and (A in lines[0]) != (B in lines[0]), lines

@@ -267,3 +267,36 @@ def test_accepting_a_row_with_placeholders_warns_and_writes_it_as_asked(tmp_path
     assert json.loads(gold.read_text(encoding="utf-8").splitlines()[-1])["question"] == scrubbed
     plain = labelling.accept(by_question["Is the library open during exams?"], ["p-1"], "plain")
     assert "warnings" not in plain
+
+
+def test_the_accept_warning_says_what_is_read_when_no_clause_is_removed() -> None:
+    """Trial 51 (L4): ``… affluent areas Call me at <PHONE>`` has no punctuation before its
+    contact words, so only the placeholder is taken out; the warning said "without the
+    placeholders and the contact clauses around them" and quoted "… areas Call me at". It
+    now says what is read; a removed clause and a request about the details themselves are
+    each said as they are. Expected texts written by hand."""
+    unpunctuated = "what party is strongest in melbourne's affluent areas Call me at <PHONE>"
+    assert (
+        subject(unpunctuated) == "what party is strongest in melbourne's affluent areas Call me at"
+    )
+    assert placeholder_warning(unpunctuated) == (
+        "the question written holds placeholders (<PHONE>) of scrubbed personal data: it is "
+        'kept as asked; topics and out-of-scope read it as "what party is strongest in '
+        "melbourne's affluent areas Call me at\" (only the placeholders taken out: the words "
+        "around one go with it only as a clause of contact words set apart by punctuation or "
+        'and/or); to write another wording, accept with a reworded "question" label (or edit '
+        "the gold-set row)"
+    )
+    punctuated = placeholder_warning("what party is strongest in melbourne's affluent areas? "
+                                     "Call me at <PHONE>")  # fmt: skip
+    assert punctuated is not None
+    assert (
+        'read it as "what party is strongest in melbourne\'s affluent areas?" (without '
+        "the placeholders and the contact clauses around them)"
+    ) in punctuated
+    request = placeholder_warning("please call me <NAME>")
+    assert request is not None
+    assert (
+        "read it as asked, placeholders included (it holds nothing but contact words "
+        "around them: a request about those details)"
+    ) in request

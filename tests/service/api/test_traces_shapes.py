@@ -195,6 +195,65 @@ def test_a_string_score_is_counted_over_http(server: Server) -> None:
             'reason="wrong_type"} 2.0') in metrics  # fmt: skip
 
 
+def _documents_trace(tracer: Tracer, name: str, kind: str | None,
+                     operation: str | None = None) -> str:  # fmt: skip
+    """Trial 51 ``kindless.py``: a CHAIN root holding the question and a child span with two
+    OpenInference documents, its ``openinference.span.kind`` ``kind`` (``None``: none) and
+    its ``gen_ai.operation.name`` ``operation`` (``None``: none)."""
+    with tracer.start_as_current_span("rag", start_time=_at(0), end_on_exit=False) as root:
+        root.set_attributes({"openinference.span.kind": "CHAIN",
+                             "input.value": f"{name}: {QUESTION}"})  # fmt: skip
+        with tracer.start_as_current_span("vector_search", start_time=_at(1),
+                                          end_on_exit=False) as span:  # fmt: skip
+            if kind is not None:
+                span.set_attribute("openinference.span.kind", kind)
+            if operation is not None:
+                span.set_attribute("gen_ai.operation.name", operation)
+            span.set_attributes({"retrieval.documents.0.document.id": "sq-0093",
+                                 "retrieval.documents.0.document.score": 9.0,
+                                 "retrieval.documents.1.document.id": "sq-0001",
+                                 "retrieval.documents.1.document.score": 8.0})  # fmt: skip
+            span.end(end_time=_at(2))
+        root.end(end_time=_at(5))
+        return format(root.get_span_context().trace_id, "032x")
+
+
+def test_openinference_documents_without_a_span_kind_are_read_and_stray_ones_counted(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Trial 51 (M1): a span with ``retrieval.documents.*`` but no
+    ``openinference.span.kind`` was ignored (no passages, no count, no log) while a kindless
+    GenAI documents span was read. Now the documents are the evidence: read as from a
+    RETRIEVER. On a span of another kind (CHAIN) or another operation (chat) they stay
+    unread, each such event counts ``retrieval.results: not_retrieval_span``, and one log
+    line says so."""
+    caplog.set_level("WARNING", logger="service.api.trace_ingest")
+    provider, tracer = _provider(_exporter(server))
+    kindless = _documents_trace(tracer, "A", None)
+    retriever = _documents_trace(tracer, "B", "RETRIEVER")
+    chain = _documents_trace(tracer, "C", "CHAIN")
+    chat = _documents_trace(tracer, "D", None, operation="chat")
+    provider.shutdown()
+    events = {e.event_id: e.retrieval for e in server.wait_for(4)}
+    ranked = (RetrievedPassage(id="sq-0093", score=9.0, rank=1),
+              RetrievedPassage(id="sq-0001", score=8.0, rank=2))  # fmt: skip
+    assert events[kindless] == Retrieval(retriever="vector_search", latency_ms=1.0,
+                                         results=ranked)  # fmt: skip
+    assert events[retriever] == events[kindless]
+    assert (events[chain], events[chat]) == (None, None)
+    _wait_until(server, lambda totals: totals["processed"] >= 4)
+    status = httpx.get(server.base + "/v1/status").json()
+    assert status["totals"]["fields_dropped"] == {"retrieval.results: not_retrieval_span": 2}
+    metrics = httpx.get(server.base + "/metrics").text
+    assert ('goldwatch_event_fields_dropped_total{field="retrieval.results",'
+            'reason="not_retrieval_span"} 2.0') in metrics  # fmt: skip
+    lines = [r.getMessage() for r in caplog.records if "not a retrieval span" in r.getMessage()]
+    assert len(lines) == 1, lines  # once, though two traces had stray documents
+    assert (chain in lines[0]) != (chat in lines[0])  # the first one handed out, by trace id
+    assert "openinference.span.kind RETRIEVER" in lines[0]
+    assert QUESTION not in lines[0]  # never content
+
+
 def test_a_json_body_without_resource_spans_is_an_empty_request_with_a_warning(
     server: Server,
 ) -> None:

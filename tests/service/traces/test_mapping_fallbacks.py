@@ -112,6 +112,53 @@ def test_request_top_k_alone_is_an_llm_sampling_parameter() -> None:
     assert trace_to_event([_root(), chat], TraceMapping()).event.retrieval is None
 
 
+OPENINFERENCE_DOCUMENTS = {"retrieval.documents.0.document.id": "d-1",
+                           "retrieval.documents.0.document.score": 0.9,
+                           "retrieval.documents.1.document.id": "d-2",
+                           "retrieval.documents.1.document.score": 0.3}  # fmt: skip
+
+
+def test_openinference_documents_without_a_span_kind_make_a_retrieval_span() -> None:
+    """Trial 51 (M1): the OpenInference documents are retrieval evidence by themselves, as
+    ``gen_ai.retrieval.documents`` is: a kindless span carrying them is read as a RETRIEVER
+    would be (same passages, same drops: none)."""
+    kindless = span("search kb", "2", "1", 5, 9, **OPENINFERENCE_DOCUMENTS)
+    built = trace_to_event([_root(), kindless], TraceMapping())
+    assert (built.event, built.dropped) == (_event(retrieval=EXPECTED_RETRIEVAL), ())
+    retriever = span("search kb", "2", "1", 5, 9, **{"openinference.span.kind": "retriever",
+                                                     **OPENINFERENCE_DOCUMENTS})  # fmt: skip
+    assert trace_to_event([_root(), retriever], TraceMapping()) == built
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"openinference.span.kind": "CHAIN", **OPENINFERENCE_DOCUMENTS},  # another kind
+        {"gen_ai.operation.name": "embeddings", **OPENINFERENCE_DOCUMENTS},  # another operation
+        {"gen_ai.operation.name": "chat", **OPENINFERENCE_DOCUMENTS},  # an LLM span
+        {
+            "openinference.span.kind": "TOOL",  # the GenAI documents on a span of another kind
+            "gen_ai.retrieval.documents": json.dumps([{"id": "d-1", "score": 0.9}]),
+        },
+    ],
+)
+def test_documents_on_a_span_that_is_not_a_retrieval_span_are_counted(
+    attrs: dict[str, object],
+) -> None:
+    """Documents on a span of another kind or operation are ambiguous: not read, and the
+    event names them once (``retrieval.results: not_retrieval_span``), never silently."""
+    stray = span("tool", "2", "1", 5, 9, **attrs)
+    built = trace_to_event([_root(), stray], TraceMapping())
+    assert built.event == _event()
+    assert built.dropped == (("retrieval.results", "not_retrieval_span"),)
+    # two such spans, next to a real retriever: its passages read, the stray counted once
+    stray = span("tool", "5", "1", 5, 9, **attrs)
+    other = span("tool2", "4", "1", 10, 12, **attrs)
+    built = trace_to_event([_root(), stray, _retrieval_span(), other], TraceMapping())
+    assert built.event == _event(retrieval=EXPECTED_RETRIEVAL)
+    assert built.dropped == (("retrieval.results", "not_retrieval_span"),)
+
+
 @pytest.mark.parametrize(
     ("attrs", "role"),
     [
