@@ -181,7 +181,8 @@ def analytics_sections(
         ]
     over = ((analytics or {}).get("series") or {}).get("over_time")  # a replay's only
     if quality is not None:
-        parts.append(quality_section(quality, over))
+        known_miss = ((analytics or {}).get("drift") or {}).get("known_miss") or {}
+        parts.append(quality_section(quality, over, known_miss.get("state") == "drift"))
     if shadow is not None:
         min_n = (analytics or {}).get("quality_min_class", FEW_RESULTS)
         nearest = (((analytics or {}).get("drift") or {}).get("topic") or {}).get(

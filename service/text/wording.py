@@ -170,10 +170,9 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "wouldn shouldn "
         # greetings, politeness and urgency, as people type them in a chat (English, Hinglish)
         "sir madam mam maam dear hello hi hey namaste namaskar urgent urgently asap reply "
-        "thx u ur r bhaiya bhai ji yaar kya kia kyaa h "
+        "thx u ur r bhaiya bhai ji yaar kya kia kyaa h " + _COURTESY_ABROAD +
         # thanks and please in the other languages (trial 51: "... was zu tun? Danke." was
         # suggested and accepted apart from "... was zu tun?"): :data:`COURTESY_WORDS`
-        + _COURTESY_ABROAD +
         # Spanish
         "el la los las lo un una unos unas y e o u ni de del al en a con sin por para sobre entre "
         "hasta desde hacia según es son era eran fue fueron ser sido está están estaba esta estan "
@@ -212,8 +211,7 @@ COURTESY_WORDS: frozenset[str] = frozenset(
     for word in (
         "please pls plz kindly tell me sir madam mam maam dear hi hello hey namaste namaskar "
         "thanks thank thx urgent urgently asap ji bhai bhaiya yaar ok okay batao bataiye "
-        "कृपया नमस्ते जी बताइए बताओ बताएं "
-        + _COURTESY_ABROAD
+        "कृपया नमस्ते जी बताइए बताओ बताएं " + _COURTESY_ABROAD
     ).split()
 )
 #: Articles (English, Spanish, German, French): "what time does a bus leave" for "... the
@@ -507,8 +505,11 @@ def wording(normalised: str) -> Wording:
     A Devanagari danda (``"।"``, ``"॥"``, which the comparison form keeps) separates words, and an
     opening of :data:`_PREFACES` is skipped: ``"quick question who won"`` reads as ``"who won"``.
     """
-    tokens = (normalised.replace("\u0964", " ").replace("\u0965", " ")
-              if "\u0964" in normalised or "\u0965" in normalised else normalised).split()
+    tokens = (
+        normalised.replace("\u0964", " ").replace("\u0965", " ")
+        if "\u0964" in normalised or "\u0965" in normalised
+        else normalised
+    ).split()
     for preface in _PREFACES:  # "quick question: ..." asks what "..." asks
         if tuple(tokens[: len(preface)]) == preface and len(tokens) > len(preface):
             tokens = tokens[len(preface) :]
