@@ -492,6 +492,10 @@ _PREFACES: tuple[tuple[str, ...], ...] = tuple(
 )  # fmt: skip
 
 
+#: The first words of :data:`_PREFACES` (most texts start with none: one set look-up).
+_PREFACE_STARTS = frozenset(preface[0] for preface in _PREFACES)
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def wording(normalised: str) -> Wording:
     """The :class:`Wording` of a normalised text (``comparison_form``; cached, 16,384 texts).
@@ -510,10 +514,11 @@ def wording(normalised: str) -> Wording:
         if "\u0964" in normalised or "\u0965" in normalised
         else normalised
     ).split()
-    for preface in _PREFACES:  # "quick question: ..." asks what "..." asks
-        if tuple(tokens[: len(preface)]) == preface and len(tokens) > len(preface):
-            tokens = tokens[len(preface) :]
-            break
+    if tokens and tokens[0] in _PREFACE_STARTS:  # "quick question: ..." asks what "..." asks
+        for preface in _PREFACES:
+            if tuple(tokens[: len(preface)]) == preface and len(tokens) > len(preface):
+                tokens = tokens[len(preface) :]
+                break
     numbers: set[str] = set()
     weak: set[str] = set()
     words: set[str] = set()
