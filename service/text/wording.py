@@ -496,6 +496,22 @@ _PREFACES: tuple[tuple[str, ...], ...] = tuple(
 _PREFACE_STARTS = frozenset(preface[0] for preface in _PREFACES)
 
 
+def _tokens(normalised: str) -> list[str]:
+    """The tokens :func:`wording` and :func:`content_words` read: a danda separates words, an
+    opening of :data:`_PREFACES` is skipped."""
+    tokens = (
+        normalised.replace("\u0964", " ").replace("\u0965", " ")
+        if "\u0964" in normalised or "\u0965" in normalised
+        else normalised
+    ).split()
+    if tokens and tokens[0] in _PREFACE_STARTS:  # "quick question: ..." asks what "..." asks
+        for preface in _PREFACES:
+            if tuple(tokens[: len(preface)]) == preface and len(tokens) > len(preface):
+                tokens = tokens[len(preface) :]
+                break
+    return tokens
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def wording(normalised: str) -> Wording:
     """The :class:`Wording` of a normalised text (``comparison_form``; cached, 16,384 texts).
@@ -509,16 +525,7 @@ def wording(normalised: str) -> Wording:
     A Devanagari danda (``"।"``, ``"॥"``, which the comparison form keeps) separates words, and an
     opening of :data:`_PREFACES` is skipped: ``"quick question who won"`` reads as ``"who won"``.
     """
-    tokens = (
-        normalised.replace("\u0964", " ").replace("\u0965", " ")
-        if "\u0964" in normalised or "\u0965" in normalised
-        else normalised
-    ).split()
-    if tokens and tokens[0] in _PREFACE_STARTS:  # "quick question: ..." asks what "..." asks
-        for preface in _PREFACES:
-            if tuple(tokens[: len(preface)]) == preface and len(tokens) > len(preface):
-                tokens = tokens[len(preface) :]
-                break
+    tokens = _tokens(normalised)
     numbers: set[str] = set()
     weak: set[str] = set()
     words: set[str] = set()
@@ -640,7 +647,7 @@ def content_words(normalised: str) -> dict[str, str]:
     ...                      ).items())
     [('doctor', 'doctors'), ('play', 'played')]
     """
-    tokens = normalised.split()
+    tokens = _tokens(normalised)  # as wording() reads them: danda split, opening skipped
     raw: dict[str, str] = {}
     n = len(tokens)
     known = _TOKEN_STEMS
