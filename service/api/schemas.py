@@ -382,7 +382,12 @@ class QualityReport(TypedDict):
     *measured*: with a known question counted since; the name is kept for clients, it is not
     the gold set's size), ``gold_rows`` (rows in the gold set in use: trial 24 read ``rows``
     50 with 53 rows loaded) and ``changes`` (each gold-set change: measurements of unchanged
-    rows carried over, of changed or removed rows dropped); ``review``: scrubbed rows."""
+    rows carried over, of changed or removed rows dropped); ``review``: scrubbed rows;
+    ``known_miss_rows``: the gold rows that missed in the latest ``known_miss`` window,
+    against their misses before it, most misses first (``{rows: [{gold_id, documents, window: {asks,
+    misses}, before: {asks, misses}}], more, window_asks, window_misses}``;
+    :func:`service.quality.where.missing_rows`; ``None`` without a scored known question in
+    the window)."""
 
     k: int
     threshold: float | None
@@ -396,6 +401,7 @@ class QualityReport(TypedDict):
     coverage: dict[str, Any]
     acl: dict[str, Any]
     review: list[dict[str, Any]]
+    known_miss_rows: NotRequired[dict[str, Any] | None]
 
 
 # -- shadow: /v1/shadow, /v1/shadow/disagreements, /v1/shadow/evaluate ---------------------

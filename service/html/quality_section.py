@@ -143,11 +143,13 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
             the retrievers' table: :func:`service.html.over_time.quality_over_time`), or
             ``None``.
         known_miss: the drift report's ``known_miss`` dimension, cited by the over-time
-            verdict while it alarms.
+            verdict while it alarms; while it is in drift the gold rows that missed in its
+            window are listed (``known_miss_rows``: :func:`_missing_rows`).
     """
     if quality.get("threshold") is None:
         return section("quality", "Live quality", para("No gold set: nothing to match.", "muted"))
     k, known = quality.get("k"), quality.get("known") or {}
+    coverage = _coverage(quality.get("coverage"))
     parts: list[str] = [
         para(
             f"Known questions: live questions matching a gold question at cosine similarity "
@@ -157,7 +159,7 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
             "for that asker: not scored, and a refusal is the right answer.",
             "muted",
         ),
-        *_coverage(quality.get("coverage")),
+        *coverage,
         table(
             ["retriever", "known", "scored", f"recall@{k}", "hit rate", "MRR"],
             [
@@ -177,6 +179,9 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
     ]
     if quality.get("recent_text"):  # the service's latest window beside the all-time table
         parts.append(para(str(quality["recent_text"])))
+    if (known_miss or {}).get("state") == "drift":  # which gold rows drive the open known_miss alarm (trial 51 M3),
+        at = 2 + len(coverage)  # right under the retrievers' table
+        parts[at:at] = _missing_rows(quality.get("known_miss_rows"))
     refusals = quality.get("refusals") or {}
     if refusals:
         parts.append(
@@ -255,6 +260,38 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
             if len(review) > REVIEW_ROWS:
                 parts.append(para(f"{len(review) - REVIEW_ROWS} more in the JSON report.", "muted"))
     return section("quality", "Live quality", *parts)
+
+
+def _missing_rows(block: Mapping[str, Any] | None) -> list[Markup]:
+    """The gold rows behind an open ``known_miss`` alarm (:func:`service.quality.where.
+    missing_rows`): a sentence and a table (gold row, its gold documents, misses/asks in the
+    alarm's window and before), ``"and K more"`` under it; a muted sentence when none missed."""
+    rows = (block or {}).get("rows") or []
+    if not rows:
+        return [para("known_miss is in drift, but no gold row missed in its window.",
+                     "muted")]  # fmt: skip
+    out = [
+        para(
+            f"known_miss is in drift: the gold rows that missed in its window, against before it "
+            f"(misses / scored asks; {block['window_misses']} misses in "  # type: ignore[index]
+            f"{block['window_asks']} asks in the window), most misses first."  # type: ignore[index]
+        ),
+        table(
+            ["gold row", "gold documents", "window misses / asks", "before misses / asks"],
+            [
+                [
+                    row["gold_id"],
+                    ", ".join(row.get("documents") or []) or "–",
+                    f"{row['window']['misses']} / {row['window']['asks']}",
+                    f"{row['before']['misses']} / {row['before']['asks']}",
+                ]
+                for row in rows
+            ],
+        ),
+    ]
+    if more := int(block.get("more") or 0):  # type: ignore[union-attr]
+        out.append(para(f"and {more} more", "muted"))
+    return out
 
 
 def _coverage(coverage: Mapping[str, Any] | None) -> list[Markup]:

@@ -108,6 +108,7 @@ from service.quality.acl import AccessPolicy
 from service.quality.by_group import GROUP_FIELDS, LANGUAGE_FIELD, group_rows, paired_by_question
 from service.quality.by_language import FEW, language_of, wilson
 from service.quality.known import KnownLookup, KnownQuestionIndex, live_scores
+from service.quality.where import missing_rows
 from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 from service.text.subject import subject
@@ -766,12 +767,16 @@ class LiveQualityStage:
         ``language`` when the gold set's rows are in two or more languages), all-time
         and over the latest ``recent_window_s`` of event time (the caller holds the lock):
         ``{"by_group": {field: rows}, "by_group_recent": {"window_s", "since", "until",
-        field: rows} | None, "by_group_min_n"}`` (rows: :func:`~service.quality.by_group.
-        group_rows`; the recent rows count scored events only, ``n_known`` = ``n_scored``;
+        field: rows} | None, "by_group_min_n", "known_miss_rows"}`` (rows:
+        :func:`~service.quality.by_group.group_rows`; the recent rows count scored events
+        only, ``n_known`` = ``n_scored``;
         ``since``/``until``: ISO times of the first counted bucket's start and the newest
         bucket's end — the window in whole buckets of ``recent_window_s`` /
         :data:`RECENT_BUCKETS`, ending with the latest event seen, so it spans at most
-        ``recent_window_s``; ``None`` without a scored event in it). A gold row the current
+        ``recent_window_s``; ``None`` without a scored event in it), ``"known_miss_rows"``: the
+        gold rows that missed in that window, against their misses before it
+        (:func:`service.quality.where.missing_rows`: what drives a ``known_miss`` alarm;
+        ``None`` without a scored event in the window). A gold row the current
         gold set no longer has (a version-1 state's block) is group ``none``."""
         by_id = self._index.gold.by_id if self._index is not None else {}
 
@@ -790,6 +795,7 @@ class LiveQualityStage:
             "by_group": {f: group_rows(cells, value_of(f), min_n=self.min_n) for f in fields},
             "by_group_recent": None,
             "by_group_min_n": self.min_n,
+            "known_miss_rows": None,
         }
         if self._recent_known:
             # the window ends with the latest event seen (scored or not)
@@ -804,6 +810,8 @@ class LiveQualityStage:
                     for j, value in enumerate(cell):
                         total[j] += value
             if recent:
+                documents = {g: by_id[g].gold for g in recent if g in by_id}
+                out["known_miss_rows"] = missing_rows(recent, cells, documents)
                 since = datetime.fromtimestamp(min(kept) * self._bucket_s, tz=UTC)
                 until = datetime.fromtimestamp((newest + 1) * self._bucket_s, tz=UTC)
                 out["by_group_recent"] = {

@@ -130,6 +130,17 @@ def _fold(token: str) -> str:
     return unicodedata.normalize("NFC", _LATIN_MARKS.sub("", unicodedata.normalize("NFD", token)))
 
 
+#: Thanks, please and greetings in German, Spanish, French, Russian and Hindi (Devanagari and
+#: romanised), a wording's courtesy as "thanks" and "pls" are English's: function words
+#: (:data:`FUNCTION_WORDS`, so harvest's merge and the accept's duplicate check ignore them)
+#: and :data:`COURTESY_WORDS` (so a known question may add them). Trial 51: "... was zu tun?"
+#: and "... was zu tun? Danke." were two suggestions, both accepted as gold rows.
+_COURTESY_ABROAD = (
+    "danke dankeschön bitte hallo vielen dank gracias muchas hola merci svp stp plaît plait "
+    "bonjour спасибо пожалуйста здравствуйте привет धन्यवाद शुक्रिया shukriya dhanyavaad "
+    "dhanyawad "
+)
+
 #: Function words of the languages the tool handles, one set (module docstring): articles,
 #: pronouns, prepositions, conjunctions, auxiliaries and the glue of questions ("tell me",
 #: "please"). English; Spanish, German and French (accents folded: :func:`_fold`); Hindi
@@ -159,7 +170,9 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
         "wouldn shouldn "
         # greetings, politeness and urgency, as people type them in a chat (English, Hinglish)
         "sir madam mam maam dear hello hi hey namaste namaskar urgent urgently asap reply "
-        "thx u ur r bhaiya bhai ji yaar kya kia kyaa h "
+        "thx u ur r bhaiya bhai ji yaar kya kia kyaa h " + _COURTESY_ABROAD +
+        # thanks and please in the other languages (trial 51: "... was zu tun? Danke." was
+        # suggested and accepted apart from "... was zu tun?"): :data:`COURTESY_WORDS`
         # Spanish
         "el la los las lo un una unos unas y e o u ni de del al en a con sin por para sobre entre "
         "hasta desde hacia según es son era eran fue fueron ser sido está están estaba esta estan "
@@ -198,7 +211,7 @@ COURTESY_WORDS: frozenset[str] = frozenset(
     for word in (
         "please pls plz kindly tell me sir madam mam maam dear hi hello hey namaste namaskar "
         "thanks thank thx urgent urgently asap ji bhai bhaiya yaar ok okay batao bataiye "
-        "कृपया नमस्ते जी बताइए बताओ बताएं"
+        "कृपया नमस्ते जी बताइए बताओ बताएं " + _COURTESY_ABROAD
     ).split()
 )
 #: Articles (English, Spanish, German, French): "what time does a bus leave" for "... the
@@ -464,6 +477,41 @@ def _number(token: str) -> str | None:
     return digits.lstrip("0") or "0"
 
 
+#: Openings that announce a question and ask nothing, read only at the start of a text
+#: (:func:`wording` skips them): "Quick question: ...", "Kurze Frage: ...", "Una pregunta:
+#: ..." (trial 51: each was a second suggestion of the question it opened). Longest first.
+_PREFACES: tuple[tuple[str, ...], ...] = tuple(
+    sorted(
+        (tuple(phrase.split()) for phrase in (
+            "quick question", "a quick question", "short question", "one question",
+            "kurze frage", "eine frage", "una pregunta", "una pregunta rapida",
+            "petite question", "une question", "ek sawal",
+        )),
+        key=len, reverse=True,
+    )
+)  # fmt: skip
+
+
+#: The first words of :data:`_PREFACES` (most texts start with none: one set look-up).
+_PREFACE_STARTS = frozenset(preface[0] for preface in _PREFACES)
+
+
+def _tokens(normalised: str) -> list[str]:
+    """The tokens :func:`wording` and :func:`content_words` read: a danda separates words, an
+    opening of :data:`_PREFACES` is skipped."""
+    tokens = (
+        normalised.replace("\u0964", " ").replace("\u0965", " ")
+        if "\u0964" in normalised or "\u0965" in normalised
+        else normalised
+    ).split()
+    if tokens and tokens[0] in _PREFACE_STARTS:  # "quick question: ..." asks what "..." asks
+        for preface in _PREFACES:
+            if tuple(tokens[: len(preface)]) == preface and len(tokens) > len(preface):
+                tokens = tokens[len(preface) :]
+                break
+    return tokens
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def wording(normalised: str) -> Wording:
     """The :class:`Wording` of a normalised text (``comparison_form``; cached, 16,384 texts).
@@ -473,8 +521,11 @@ def wording(normalised: str) -> Wording:
     >>> w = wording(normalise(asked, separators="non_word"))
     >>> sorted(w.numbers), sorted(w.weak), sorted(w.words), sorted(w.asks)
     (['1000', '1976', '2'], ['1'], ['best', 'pictur', 'won'], ['who'])
+
+    A Devanagari danda (``"।"``, ``"॥"``, which the comparison form keeps) separates words, and an
+    opening of :data:`_PREFACES` is skipped: ``"quick question who won"`` reads as ``"who won"``.
     """
-    tokens = normalised.split()
+    tokens = _tokens(normalised)
     numbers: set[str] = set()
     weak: set[str] = set()
     words: set[str] = set()
@@ -596,7 +647,7 @@ def content_words(normalised: str) -> dict[str, str]:
     ...                      ).items())
     [('doctor', 'doctors'), ('play', 'played')]
     """
-    tokens = normalised.split()
+    tokens = _tokens(normalised)  # as wording() reads them: danda split, opening skipped
     raw: dict[str, str] = {}
     n = len(tokens)
     known = _TOKEN_STEMS
