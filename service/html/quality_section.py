@@ -179,7 +179,8 @@ def quality_section(quality: Mapping[str, Any], over: Mapping[str, Any] | None =
     ]
     if quality.get("recent_text"):  # the service's latest window beside the all-time table
         parts.append(para(str(quality["recent_text"])))
-    if (known_miss or {}).get("state") == "drift":  # which gold rows drive the open known_miss alarm (trial 51 M3),
+    # which gold rows drive the open known_miss alarm (trial 51 M3)
+    if (known_miss or {}).get("state") == "drift":
         at = 2 + len(coverage)  # right under the retrievers' table
         parts[at:at] = _missing_rows(quality.get("known_miss_rows"))
     refusals = quality.get("refusals") or {}
