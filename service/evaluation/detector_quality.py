@@ -916,6 +916,9 @@ def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
                f"of none ({OVER_REFUSALS_ELSEWHERE})"
                if scope["over_refusals"] <= explained
                else f"{scope['over_refusals'] - explained} beyond it")  # fmt: skip
+    if by := scope.get("over_refusals_explained_by"):  # counted by several detector versions
+        return (f" (up to {explained} explained by the detectors judging unanswerable "
+                f"questions in scope, {by}; {verdict})")  # fmt: skip
     return (
         f" (up to {explained} explained by the detector judging unanswerable questions in "
         f"scope: {misjudged['count']} of {misjudged['of']} unanswerable gold questions on "
@@ -943,6 +946,9 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     verdict = ("within its error: no evidence of made-up answers, nor of none"
                if scope["under_refusals"] <= explained
                else f"{scope['under_refusals'] - explained} beyond it")  # fmt: skip
+    if by := scope.get("under_refusals_explained_by"):  # counted by several detector versions
+        return (f" (up to {explained} explained by the detectors judging answerable questions "
+                f"out of scope, {by}; {verdict})")  # fmt: skip
     return (
         f" (up to {explained} explained by the detector judging answerable questions out "
         f"of scope: {misjudged['count']} of {misjudged['of']} answerable gold questions on "
@@ -960,3 +966,114 @@ def _misjudged_split(misjudged: Mapping[str, Any]) -> str:
     if by_score is None or not by_rule:
         return ""
     return f" ({by_score} by its score, {by_rule} by the off-corpus rule)"
+
+
+#: ``{kind: (rates key, count it is a share of, what it judges wrongly)}`` of the
+#: out-of-scope detector's own error per counted detector version
+#: (:func:`explained_by_versions`).
+EXPLAINED_BY = {
+    "over_refusals": ("misjudged_unanswerable", "scored_refusals", "scored refusals"),
+    "under_refusals": ("misjudged_answerable", "scope_scored", "scored questions"),
+}
+
+
+def explained_by_versions(versions: Sequence[Mapping[str, Any]], kind: str) -> int:
+    """The ``kind`` (``"over_refusals"`` or ``"under_refusals"``) that the out-of-scope
+    detectors' own error explains at most, each version's rates over its own counts
+    (``versions``: :func:`~service.pipeline.totals.counted_by_version`): the sum over versions
+    of ``⌊upper · n⌋`` (``upper``: the version's Wilson 95 % upper bound,
+    :class:`MisjudgedUnanswerable` / :class:`MisjudgedAnswerable`; ``n``: its scored refusals
+    / scored questions). A version whose rates were not recorded counts whole (upper 1: a
+    bound from above that claims nothing). Trial 50 H2: a refit's FPR 1 of 11 applied to
+    counts an FPR-4-of-10 detector made halved the figure.
+
+    >>> v = [{"misjudged_unanswerable": {"count": 4, "of": 10, "upper": 0.6873},
+    ...       "scored_refusals": 100},
+    ...      {"misjudged_unanswerable": {"count": 1, "of": 11, "upper": 0.3774},
+    ...       "scored_refusals": 50},
+    ...      {"misjudged_unanswerable": None, "scored_refusals": 7}]
+    >>> explained_by_versions(v, "over_refusals")  # 68 + 18 + 7
+    93
+    """
+    key, count, _ = EXPLAINED_BY[kind]
+    total = 0
+    for version in versions:
+        rates = version.get(key)
+        upper = 1.0 if not rates else float(rates["upper"])
+        total += math.floor(upper * int(version[count]))
+    return total
+
+
+def explained_by_versions_text(versions: Sequence[Mapping[str, Any]], kind: str) -> str | None:
+    """How :func:`explained_by_versions` summed ``kind`` over the detector versions that
+    counted, for the reports (``None`` for one version: the figure is that version's and the
+    usual clause says how).
+
+    >>> print(explained_by_versions_text([
+    ...     {"detector": "A", "misjudged_unanswerable": {"count": 4, "of": 10, "upper": 0.6873},
+    ...      "scored_refusals": 100},
+    ...     {"detector": "B", "misjudged_unanswerable": {"count": 1, "of": 11, "upper": 0.3774},
+    ...      "scored_refusals": 50}], "over_refusals"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    each detector's own rates over its own counts: up to 68 of 100 scored refusals under A (4
+    of 10, 95 % upper bound 68.7%), up to 18 of 50 under B (1 of 11, 95 % upper bound 37.7%)
+    """
+    key, count, what = EXPLAINED_BY[kind]
+    if len(versions) < 2:
+        return None
+    parts = []
+    for i, version in enumerate(versions):
+        rates, n = version.get(key), int(version[count])
+        name = version.get("detector") or "a detector not recorded"
+        unit = f" {what}" if i == 0 else ""
+        if not rates:
+            parts.append(f"up to {n} of {n}{unit} under {name} (its rates were not recorded: "
+                         "all of them)")  # fmt: skip
+            continue
+        parts.append(f"up to {math.floor(float(rates['upper']) * n)} of {n}{unit} under {name} "
+                     f"({rates['count']} of {rates['of']}, 95 % upper bound "
+                     f"{float(rates['upper']):.1%})")  # fmt: skip
+    return f"each detector's own rates over its own counts: {', '.join(parts)}"
+
+
+def counts_uncalibrated_text(versions: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the cumulative scope counts are not facts although the detector now counting may
+    be calibrated: the shares of them counted by an uncalibrated detector version, or by one
+    whose calibration was not recorded (a state kept before session 50); ``None`` when every
+    version that counted anything was calibrated (``versions``:
+    :func:`~service.pipeline.totals.counted_by_version`). A count is as trustworthy as the
+    least trustworthy version that contributed to it (trial 50 H2).
+
+    >>> print(counts_uncalibrated_text([
+    ...     {"detector": "threshold 0.1905", "calibrated": False, "scope_scored": 3990,
+    ...      "out_of_scope": 541, "over_refusals": 563, "under_refusals": 109},
+    ...     {"detector": "threshold 0.3614", "calibrated": True, "scope_scored": 10,
+    ...      "out_of_scope": 2, "over_refusals": 1, "under_refusals": 0}]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    out of scope 541 of 543, over-refusals 563 of 564, under-refusals 109 of 109 (scored 3990
+    of 4000) counted by an uncalibrated detector (threshold 0.1905)
+    """
+    kinds = ("out_of_scope", "over_refusals", "under_refusals")
+    untrusted = [v for v in versions if v.get("calibrated") is not True
+                 and any(int(v[k]) for k in ("scope_scored", *kinds))]  # fmt: skip
+    if not untrusted:
+        return None
+    labels = {"out_of_scope": "out of scope", "over_refusals": "over-refusals",
+              "under_refusals": "under-refusals"}  # fmt: skip
+    shares = [f"{labels[k]} {sum(int(v[k]) for v in untrusted)} of "
+              f"{sum(int(v[k]) for v in versions)}" for k in kinds]  # fmt: skip
+    scored = (
+        f"scored {sum(int(v['scope_scored']) for v in untrusted)} of "
+        f"{sum(int(v['scope_scored']) for v in versions)}"
+    )
+    bad = [str(v["detector"]) for v in untrusted if v.get("calibrated") is False]
+    unknown = [str(v.get("detector") or "not named") for v in untrusted
+               if v.get("calibrated") is None]  # fmt: skip
+    who = []
+    if bad:
+        who.append(f"an uncalibrated detector ({'; '.join(bad)})" if len(bad) == 1
+                   else f"uncalibrated detectors ({'; '.join(bad)})")  # fmt: skip
+    if unknown:
+        who.append(f"a detector whose calibration was not recorded ({'; '.join(unknown)}; "
+                   "counted by a version before session 50)")  # fmt: skip
+    return f"{', '.join(shares)} ({scored}) counted by {' or '.join(who)}"

@@ -388,7 +388,12 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     if why:
         warning = para(
             f"Out-of-scope, over- and under-refusal counts are UNCALIBRATED and not facts "
-            f"({why}); the out-of-scope drift raises no alarm."
+            f"({why}); "
+            + (
+                "the out-of-scope drift raises no alarm."
+                if (scope.get("quality") or {}).get("uncalibrated") or not scope.get("quality")
+                else "the detector now counting is calibrated, its drift alarms."
+            )  # fmt: skip
             + (
                 f" To calibrate it: {advice}."
                 if (advice := (scope.get("quality") or {}).get("to_calibrate"))
