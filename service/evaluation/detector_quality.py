@@ -1039,7 +1039,9 @@ def explained_by_versions_text(versions: Sequence[Mapping[str, Any]], kind: str)
 def counts_uncalibrated_text(versions: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the cumulative scope counts are not facts although the detector now counting may
     be calibrated: the shares of them counted by an uncalibrated detector version, or by one
-    whose calibration was not recorded (a state kept before session 50); ``None`` when every
+    whose calibration was not recorded (a state kept before session 51, other than the
+    last row when it names the detector now counting:
+    :meth:`~service.pipeline.totals.AnnotationTotals.adopt_recorded`); ``None`` when every
     version that counted anything was calibrated (``versions``:
     :func:`~service.pipeline.totals.counted_by_version`). A count is as trustworthy as the
     least trustworthy version that contributed to it (trial 50 H2).
@@ -1075,5 +1077,7 @@ def counts_uncalibrated_text(versions: Sequence[Mapping[str, Any]]) -> str | Non
                    else f"uncalibrated detectors ({'; '.join(bad)})")  # fmt: skip
     if unknown:
         who.append(f"a detector whose calibration was not recorded ({'; '.join(unknown)}; "
-                   "counted by a version before session 50)")  # fmt: skip
+                   "a state kept before session 51 named the detectors that counted, not "
+                   "their calibration, and only a last one named as the detector now "
+                   "counting takes its calibration)")  # fmt: skip
     return f"{', '.join(shares)} ({scored}) counted by {' or '.join(who)}"

@@ -11,6 +11,7 @@ hand (Wilson 1927, z = 1.96)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import shutil
@@ -151,29 +152,97 @@ def test_the_versions_survive_a_restart() -> None:
     assert len(restarted.counted_under) == 2  # no new version: the same name and judgement
 
 
-def test_an_older_state_counts_by_a_detector_of_unknown_calibration() -> None:
-    """A state kept before session 50: its rows name the detector, not its calibration or
-    rates. Its counts are labelled as such, and bounded whole (upper 1: claims nothing)."""
+#: the row a state kept before session 51 has: the detector's name, not its calibration
+OLDER = {"flags": {"scope_scored": 7, "out_of_scope": 2, "over_refusals": 1,
+                   "under_refusals": 1, "scored_refusals": 3},
+         "counted_under": [{"detector": "A", "from_scored": 0}]}  # fmt: skip
+
+
+def test_an_older_states_row_naming_the_detector_now_counting_takes_its_calibration() -> None:
+    """Session 51: a state kept before it names the detector that counted, not its calibration.
+    The name carries the threshold and cutoffs, so the same name now is the same fit: the row
+    takes its calibration and rates, and the first batch adds no second row."""
     old = AnnotationTotals()
-    old.restore({"flags": {"scope_scored": 7, "out_of_scope": 2, "over_refusals": 1,
-                           "under_refusals": 1, "scored_refusals": 3},
-                 "counted_under": [{"detector": "A", "from_scored": 0}]})  # fmt: skip
-    old.detector, old.judge = "A", NEW  # the same detector, its calibration now known
+    old.detector, old.judge = "A", NEW  # the start builds the detector before the restore
+    old.restore(json.loads(json.dumps(OLDER)))
+    # at once, before any batch (a report right after the resume says so too)
+    assert [(r["detector"], r["from_scored"], r["calibrated"]) for r in old.counted_under] == [
+        ("A", 0, True)]  # fmt: skip
+    assert old.counted_under[0]["from"] == dict.fromkeys(
+        ("scope_scored", "out_of_scope", "over_refusals", "under_refusals", "scored_refusals"), 0
+    )
+    old.process(_batch(SECOND))  # type: ignore[arg-type]
+    assert len(old.counted_under) == 1  # no second row for the same detector
+    versions = counted_by_version(old.counted_under, old.flags)
+    # 7 + 10 scored, 2 + 2 out, 1 + 3 over, 1 + 1 under, 3 + 4 scored refusals
+    assert _counts(versions) == [("A", True, 17, 4, 4, 2, 7)]
+    assert counts_uncalibrated_text(versions) is None  # a calibrated detector made them all
+    assert explained_by_versions(versions, "over_refusals") == 2  # ⌊0.37736 · 7⌋
+    assert explained_by_versions(versions, "under_refusals") == 1  # ⌊0.10 · 17⌋
+    # the row kept so, across a restart
+    again = AnnotationTotals()
+    again.restore(json.loads(json.dumps(old.state_snapshot())))
+    assert again.counted_under == old.counted_under
+
+
+def test_the_adoption_waits_for_the_judge_when_the_restore_comes_first() -> None:
+    old = AnnotationTotals()
+    old.restore(json.loads(json.dumps(OLDER)))
+    assert "calibrated" not in old.counted_under[0]  # nothing known to adopt yet
+    old.detector, old.judge = "A", OLD
     old.process(_batch(SECOND))  # type: ignore[arg-type]
     versions = counted_by_version(old.counted_under, old.flags)
-    assert _counts(versions) == [("A", None, 7, 2, 1, 1, 3), ("A", True, 10, 2, 3, 1, 4)]
+    assert _counts(versions) == [("A", False, 17, 4, 4, 2, 7)]
+    assert counts_uncalibrated_text(versions) == (
+        "out of scope 4 of 4, over-refusals 4 of 4, under-refusals 2 of 2 (scored 17 of 17) "
+        "counted by an uncalibrated detector (A)"
+    )
+    assert explained_by_versions(versions, "over_refusals") == 4  # ⌊0.68733 · 7⌋
+
+
+def test_an_older_states_row_naming_another_detector_stays_of_unknown_calibration() -> None:
+    """A row naming another detector than the one now counting: its calibration is not known
+    (the detector now counting is another fit), so its counts keep that label, and are bounded
+    whole (upper 1: claims nothing)."""
+    old = AnnotationTotals()
+    old.detector, old.judge = "B", NEW
+    old.restore(json.loads(json.dumps(OLDER)))
+    assert old.counted_under == [{"detector": "A", "from_scored": 0}]  # left as it was
+    old.process(_batch(SECOND))  # type: ignore[arg-type]
+    versions = counted_by_version(old.counted_under, old.flags)
+    assert _counts(versions) == [("A", None, 7, 2, 1, 1, 3), ("B", True, 10, 2, 3, 1, 4)]
     assert counts_uncalibrated_text(versions) == (
         "out of scope 2 of 4, over-refusals 1 of 4, under-refusals 1 of 2 (scored 7 of 17) "
-        "counted by a detector whose calibration was not recorded (A; counted by a version "
-        "before session 50)"
+        "counted by a detector whose calibration was not recorded (A; a state kept before "
+        "session 51 named the detectors that counted, not their calibration, and only a last "
+        "one named as the detector now counting takes its calibration)"
     )
     # 3 (all of the unknown version's scored refusals) + ⌊0.37736 · 4⌋ = 3 + 1
     assert explained_by_versions(versions, "over_refusals") == 4
+    # 7 (all of its scored questions) + ⌊0.10 · 10⌋ = 7 + 1
+    assert explained_by_versions(versions, "under_refusals") == 8
     # with no row at all: every count is the unknown head's
     bare = AnnotationTotals()
     bare.restore({"flags": {"scope_scored": 7, "out_of_scope": 2}})
     assert _counts(counted_by_version(bare.counted_under, bare.flags)) == [
         (None, None, 7, 2, 0, 0, 0)]  # fmt: skip
+
+
+def test_an_older_states_last_row_after_another_is_adopted_from_the_resume_on() -> None:
+    """Two rows kept without calibration, the last naming the detector now counting: the
+    older state kept no per-flag totals where the second began, so what either counted before
+    the resume cannot be split and stays of unknown calibration; the second row takes the
+    calibration from the resume on (still one row)."""
+    old = AnnotationTotals()
+    old.detector, old.judge = "B", NEW
+    old.restore({"flags": OLDER["flags"], "counted_under": [
+        {"detector": "A", "from_scored": 0}, {"detector": "B", "from_scored": 4}]})  # fmt: skip
+    old.process(_batch(SECOND))  # type: ignore[arg-type]
+    assert [(r["detector"], r["from_scored"], r.get("calibrated")) for r in old.counted_under] == [
+        ("A", 0, None), ("B", 4, True)]  # fmt: skip
+    versions = counted_by_version(old.counted_under, old.flags)
+    assert _counts(versions) == [("A; B before its calibration was recorded", None, 7, 2, 1, 1, 3),
+                                 ("B", True, 10, 2, 3, 1, 4)]  # fmt: skip
 
 
 @pytest.mark.slow  # a served app with analytics (models)
@@ -252,3 +321,116 @@ def test_served_refusals_keep_the_old_detectors_label_and_rates_after_an_accept_
         status = httpx.get(server.base + "/v1/status").json()
         assert any(n.startswith("the out-of-scope counts are UNCALIBRATED, not facts: out of "
                                 "scope") for n in status["notices"])  # fmt: skip
+
+
+#: A state main's code wrote before session 51 (tests/service/fixtures/SOURCE.md): the demo
+#: log's first 300 events, counted under one detector, its row without calibration.
+OLDER_STATE = Path(__file__).parent / "fixtures" / "state_before_s51_demo300.sqlite.gz"
+OLDER_DETECTOR = "embedding, threshold 0.1926, off-corpus cutoff Latn 0.2626"
+#: its totals (scope_scored, out_of_scope, over_refusals, under_refusals, scored_refusals)
+OLDER_TOTALS = (300, 21, 6, 13, 14)
+
+
+def _wilson_upper(k: int, n: int, z: float = 1.96) -> float:
+    """Wilson (1927) score interval's upper end, written out here (not the service's)."""
+    p = k / n
+    return (p + z * z / (2 * n) + z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (
+        1 + z * z / n
+    )
+
+
+def _resume_older_state(tmp_path: Path, gold_rows: list[str]) -> dict[str, Any]:
+    """Resume the older state with this branch's ``goldwatch replay`` on the demo log's first
+    400 events (the 300 it counted are dropped as duplicates) and the demo gold set plus
+    ``gold_rows``; the report's ``out_of_scope`` section."""
+    from service.demo import demo_path
+    from tests.cli.goldwatch_cli import demo_log_and_config, run_goldwatch
+
+    log, config = demo_log_and_config(tmp_path, 400)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(demo_path("gold.jsonl").read_text(encoding="utf-8")
+                    + "".join(row + "\n" for row in gold_rows), encoding="utf-8")  # fmt: skip
+    config.write_text(f"gold_set: {gold}\ncorpus: {demo_path('corpus.jsonl')}\n", "utf-8")
+    state = tmp_path / "state.sqlite"
+    state.write_bytes(gzip.decompress(OLDER_STATE.read_bytes()))
+    done = run_goldwatch(["replay", str(log), "--config", str(config), "--state", str(state),
+                          "--format", "json"], tmp_path, timeout_s=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    scope: dict[str, Any] = json.loads(done.stdout)["analytics"]["out_of_scope"]
+    assert scope["scored"] == 400  # 300 restored + 100 new
+    return scope
+
+
+@pytest.mark.slow  # two replays with analytics (models)
+def test_an_older_state_resumed_under_the_same_detector_is_one_calibration_recorded_row(
+    tmp_path: Path,
+) -> None:
+    """The same gold set, so the same fit and name: the one row takes the detector's
+    calibration (the demo's is uncalibrated: FPR 11 of 12), all 400 counts are its, and its
+    rates bound them (before session 51's fix: a second row for it, the first 300 labelled
+    "calibration not recorded" and bounded whole: under-refusals explained 300 + 22 = 322)."""
+    scope = _resume_older_state(tmp_path, [])
+    [row] = scope["counted_under"]
+    assert (row["detector"], row["from_scored"], row["calibrated"]) == (OLDER_DETECTOR, 0, False)
+    assert set(row["from"].values()) == {0}
+    [version] = scope["counted_by"]
+    assert version["scope_scored"] == 400 and version["out_of_scope"] == scope["out_of_scope"]
+    assert version["misjudged_unanswerable"]["count"] == 11
+    assert version["misjudged_unanswerable"]["of"] == 12
+    assert (version["misjudged_answerable"]["count"], version["misjudged_answerable"]["of"]) == (
+        5, 47)  # fmt: skip
+    assert scope["counts_uncalibrated"] == (
+        f"out of scope {scope['out_of_scope']} of {scope['out_of_scope']}, over-refusals "
+        f"{scope['over_refusals']} of {scope['over_refusals']}, under-refusals "
+        f"{scope['under_refusals']} of {scope['under_refusals']} (scored 400 of 400) counted "
+        f"by an uncalibrated detector ({OLDER_DETECTOR})"
+    )
+    assert "not recorded" not in scope["uncalibrated"]
+    # ⌊0.22594 · 400⌋ = 90 (5 of 47: (0.10638 + 0.04087 + 0.09716) / 1.08174 = 0.22594)
+    assert scope["under_refusals_explained"] == math.floor(_wilson_upper(5, 47) * 400) == 90
+    assert scope["over_refusals_explained"] == math.floor(
+        _wilson_upper(11, 12) * version["scored_refusals"]
+    )
+    assert scope["counted_under_notice"] is None  # one detector
+
+
+@pytest.mark.slow  # two replays with analytics (models)
+def test_an_older_state_resumed_under_another_detector_keeps_its_unknown_calibration(
+    tmp_path: Path,
+) -> None:
+    """One unanswerable question accepted into the gold set: the refit has another threshold,
+    so another name; the older row is another fit, and its 300 counts stay "calibration not
+    recorded", bounded whole; the new detector's 100 are judged by its own rates."""
+    question = "Can I bring my pet iguana to the convocation ceremony?"
+    accepted = json.dumps({"id": "q-accepted", "kind": "unanswerable", "gold": [],
+                           "question": question})  # fmt: skip
+    scope = _resume_older_state(tmp_path, [accepted])
+    older, newer = scope["counted_under"]
+    assert older == {"detector": OLDER_DETECTOR, "from_scored": 0}  # kept as it was
+    assert newer["detector"] != OLDER_DETECTOR and newer["from_scored"] == 300
+    first, second = scope["counted_by"]
+    keys = ("scope_scored", "out_of_scope", "over_refusals", "under_refusals", "scored_refusals")
+    assert (first["detector"], first["calibrated"]) == (OLDER_DETECTOR, None)
+    assert tuple(first[k] for k in keys) == OLDER_TOTALS
+    assert second["scope_scored"] == 100
+    assert second["out_of_scope"] == scope["out_of_scope"] - 21
+    assert second["misjudged_unanswerable"]["of"] == 13  # the accepted row judged too
+    # (the new detector is uncalibrated too, FPR 9 of 13: all of them)
+    assert scope["counts_uncalibrated"] == (
+        f"out of scope {scope['out_of_scope']} of {scope['out_of_scope']}, over-refusals "
+        f"{scope['over_refusals']} of {scope['over_refusals']}, under-refusals "
+        f"{scope['under_refusals']} of {scope['under_refusals']} (scored 400 of 400) counted "
+        f"by an uncalibrated detector ({newer['detector']}) or a detector whose calibration "
+        f"was not recorded ({OLDER_DETECTOR}; a state kept before session 51 named the "
+        "detectors that counted, not their calibration, and only a last one named as the "
+        "detector now counting takes its calibration)"
+    )
+    rates = second["misjudged_answerable"]
+    # its 300 whole + ⌊upper · 100⌋ of the new one's own rate
+    assert scope["under_refusals_explained"] == 300 + math.floor(
+        _wilson_upper(rates["count"], rates["of"]) * 100
+    )
+    let_in = second["misjudged_unanswerable"]
+    assert scope["over_refusals_explained"] == 14 + math.floor(
+        _wilson_upper(let_in["count"], let_in["of"]) * second["scored_refusals"]
+    )
