@@ -919,8 +919,14 @@ def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     if by := scope.get("over_refusals_explained_by"):  # counted by several detector versions
         return (f" (up to {explained} explained by the detectors judging unanswerable "
                 f"questions in scope, {by}; {verdict})")  # fmt: skip
+    # one version counted them all: its own rates made the figure, so they are the ones
+    # quoted, not the detector now counting's (a refit before any batch: RC B1)
+    misjudged, who = _counting_rates(scope, "misjudged_unanswerable", misjudged)
+    if misjudged is None:
+        return (f" (up to {explained} explained by {who}: its rates were not recorded, so "
+                f"all of them; {verdict})")  # fmt: skip
     return (
-        f" (up to {explained} explained by the detector judging unanswerable questions in "
+        f" (up to {explained} explained by {who} judging unanswerable questions in "
         f"scope: {misjudged['count']} of {misjudged['of']} unanswerable gold questions on "
         f"held-out data, 95 % upper bound {misjudged['upper']:.1%} of the scored refusals; "
         f"{verdict})"
@@ -949,12 +955,41 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     if by := scope.get("under_refusals_explained_by"):  # counted by several detector versions
         return (f" (up to {explained} explained by the detectors judging answerable questions "
                 f"out of scope, {by}; {verdict})")  # fmt: skip
+    # (one version counted them all: its own rates, as for the over-refusals; RC B1)
+    misjudged, who = _counting_rates(scope, "misjudged_answerable", misjudged)
+    if misjudged is None:
+        return (f" (up to {explained} explained by {who}: its rates were not recorded, so "
+                f"all of them; {verdict})")  # fmt: skip
     return (
-        f" (up to {explained} explained by the detector judging answerable questions out "
+        f" (up to {explained} explained by {who} judging answerable questions out "
         f"of scope: {misjudged['count']} of {misjudged['of']} answerable gold questions on "
         f"held-out data{_misjudged_split(misjudged)}, 95 % upper bound "
         f"{misjudged['upper']:.1%} of the scored questions; {verdict})"
     )
+
+
+def _counting_rates(
+    scope: Mapping[str, Any], key: str, now: Mapping[str, Any]
+) -> tuple[Mapping[str, Any] | None, str]:
+    """``(rates, who)``: the rates (``key``: ``"misjudged_unanswerable"`` or
+    ``"misjudged_answerable"``, ``{"count", "of", "upper"}``; ``None``: not recorded) that
+    made the explained figure when one detector version counted every scope count
+    (``scope["counted_by"]``: :func:`~service.pipeline.totals.counted_by_version`), else
+    ``now`` (the detector now counting's, what the figure is made of without versions), and
+    how the text names the detector they are of: ``"the detector"`` when they are ``now``,
+    else ``"the detector that counted them (its name)"`` — the rates kept when its
+    version began, not the detector now counting's (after a refit before any batch, or a
+    state kept before session 51 resumed under another detector: RC B1).
+    """
+    versions = scope.get("counted_by") or []
+    if len(versions) != 1:
+        return now, "the detector"
+    version = versions[0]
+    rates = version.get(key)
+    if rates is not None and dict(rates) == dict(now):
+        return now, "the detector"
+    name = version.get("detector") or "not named"
+    return rates, f"the detector that counted them ({name})"
 
 
 def _misjudged_split(misjudged: Mapping[str, Any]) -> str:
@@ -1034,6 +1069,43 @@ def explained_by_versions_text(versions: Sequence[Mapping[str, Any]], kind: str)
                      f"({rates['count']} of {rates['of']}, 95 % upper bound "
                      f"{float(rates['upper']):.1%})")  # fmt: skip
     return f"each detector's own rates over its own counts: {', '.join(parts)}"
+
+
+def scope_uncalibrated_text(now: str | None, versions: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the cumulative scope counts are not facts (``None``: they are): ``now`` (why the
+    detector now counting is not calibrated, or ``None``) and the shares
+    :func:`counts_uncalibrated_text` names, both when both hold — unless every version it
+    names is uncalibrated for that same reason (one detector, counting still: ``now`` says
+    it all). Without this the shares counted by a detector whose calibration was not
+    recorded went unsaid whenever the detector now counting was uncalibrated too (RC NIT 2).
+
+    >>> v = [{"detector": "A", "calibrated": None, "uncalibrated": None, "scope_scored": 30,
+    ...       "out_of_scope": 3, "over_refusals": 2, "under_refusals": 1},
+    ...      {"detector": "B", "calibrated": False, "uncalibrated": "FPR 9 of 13",
+    ...       "scope_scored": 10, "out_of_scope": 1, "over_refusals": 0, "under_refusals": 0}]
+    >>> print(scope_uncalibrated_text("FPR 9 of 13", v[1:]))
+    FPR 9 of 13
+    >>> print(scope_uncalibrated_text("FPR 9 of 13", v))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    FPR 9 of 13; and out of scope 4 of 4, over-refusals 2 of 2, under-refusals 1 of 1 (scored
+    40 of 40) counted by an uncalibrated detector (B) or a detector whose calibration was not
+    recorded (A; a state kept before session 51 named the detectors that counted, not their
+    calibration, and only a last one named as the detector now counting takes its
+    calibration)
+    """
+    counts = counts_uncalibrated_text(versions)
+    if now is None or counts is None:
+        return now or counts
+    untrusted = [v for v in versions if v.get("calibrated") is not True
+                 and any(int(v[k]) for k in _VERSION_COUNTS)]  # fmt: skip
+    if all(v.get("calibrated") is False and v.get("uncalibrated") == now for v in untrusted):
+        return now
+    return f"{now}; and {counts}"
+
+
+#: The counts of a detector version (:func:`~service.pipeline.totals.counted_by_version`)
+#: that make it one that counted anything.
+_VERSION_COUNTS = ("scope_scored", "out_of_scope", "over_refusals", "under_refusals")
 
 
 def counts_uncalibrated_text(versions: Sequence[Mapping[str, Any]]) -> str | None:

@@ -392,7 +392,10 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
             + (
                 "the out-of-scope drift raises no alarm."
                 if (scope.get("quality") or {}).get("uncalibrated") or not scope.get("quality")
-                else "the detector now counting is calibrated, its drift alarms."
+                # (its out-of-scope drift windows start afresh at a refit: no alarm before
+                # its baseline has warmed up again, as the accept's warning says; RC NIT 1)
+                else "the detector now counting is calibrated: its out-of-scope drift may "
+                "alarm once its baseline has warmed up."
             )  # fmt: skip
             + (
                 f" To calibrate it: {advice}."

@@ -385,6 +385,10 @@ class AnnotationTotals:
             or self.counted_under[-1]["detector"] != detector
             or self.counted_under[-1].get("calibrated") != (judge or {}).get("calibrated")
         ):  # (a refit that keeps the name but flips the calibration is another version too)
+            # A version's calibration and rates are frozen here, when its row starts: a gold
+            # refresh that keeps the name (threshold, cutoffs) and the calibrated flag but
+            # re-measures the rates starts no row, so the row keeps the rates it began with
+            # and the reports bound its counts by those (RC NIT 4; not seen in a trial).
             self.counted_under.append(
                 {
                     "detector": detector,

@@ -16,6 +16,7 @@ from service.evaluation.detector_quality import (
     explained_by_versions,
     explained_by_versions_text,
     measured_on,
+    scope_uncalibrated_text,
 )
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import select
@@ -122,8 +123,10 @@ class OutOfScopeReport(TypedDict):
     scope), the detector's calibration (:func:`~service.refusals.scope.describe`), its
     measured quality (a :func:`detector_quality_report` entry), ``uncalibrated`` (why the
     counts are not facts, or ``None``: the detector now counting's reason, else
-    ``counts_uncalibrated``'s — a count is as trustworthy as the least trustworthy detector
-    version that contributed to it), ``off`` (why scope is off, or ``None``) and, with the
+    ``counts_uncalibrated``'s, and both when both hold (other than for the same reason:
+    :func:`~service.evaluation.detector_quality.scope_uncalibrated_text`) — a count is as
+    trustworthy as the least trustworthy detector version that contributed to it), ``off``
+    (why scope is off, or ``None``) and, with the
     ``off_corpus``: of the out-of-scope events, those farther from the corpus and from every
     gold question than any answerable gold question, and ``support``: that rule's
     :class:`~service.refusals.scope.SupportCheck` (cutoff and held-out rates; ``None``: no
@@ -177,7 +180,8 @@ class OutOfScopeReport(TypedDict):
     #: the shares of the counts made by an uncalibrated detector version, or one whose
     #: calibration was not recorded
     #: (:func:`~service.evaluation.detector_quality.counts_uncalibrated_text`; ``None``:
-    #: none); ``uncalibrated`` falls back to it when the detector now counting is calibrated
+    #: none); ``uncalibrated`` names it when the detector now counting is calibrated, or
+    #: is not for the same reason
     counts_uncalibrated: str | None
     #: how ``over_refusals_explained`` / ``under_refusals_explained`` sum each version's own
     #: rates over its own counts
@@ -484,9 +488,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "calibration": describe(calibration) if calibration else None,
             "quality": qualities.get("out_of_scope"),
             # the detector now counting, else the counts it did not make (trial 50 H2)
-            "uncalibrated": ((qualities["out_of_scope"]["uncalibrated"]
-                              if "out_of_scope" in qualities else "no out-of-scope detector")
-                             or counts_uncalibrated),
+            "uncalibrated": scope_uncalibrated_text(
+                qualities["out_of_scope"]["uncalibrated"] if "out_of_scope" in qualities
+                else "no out-of-scope detector", versions),
             "counts_uncalibrated": counts_uncalibrated,
             "off": live.analytics.scope_off,
             "off_corpus": flags["off_corpus"],

@@ -318,6 +318,13 @@ def test_served_refusals_keep_the_old_detectors_label_and_rates_after_an_accept_
         refused = version["scored_refusals"]
         assert after["over_refusals_explained"] == math.floor(old_rates["upper"] * refused)
         assert after["over_refusals_explained"] == before["over_refusals_explained"]
+        # the status page's sentence beside that figure quotes the same old rates (RC B1)
+        page = httpx.get(server.base + "/", timeout=60).text
+        assert (
+            f"up to {after['over_refusals_explained']} explained by the detector that counted "
+            f"them ({version['detector']}) judging unanswerable questions in scope: "
+            f"{old_rates['count']} of {old_rates['of']} unanswerable gold questions"
+        ) in page
         status = httpx.get(server.base + "/v1/status").json()
         assert any(n.startswith("the out-of-scope counts are UNCALIBRATED, not facts: out of "
                                 "scope") for n in status["notices"])  # fmt: skip
@@ -425,6 +432,11 @@ def test_an_older_state_resumed_under_another_detector_keeps_its_unknown_calibra
         "detectors that counted, not their calibration, and only a last one named as the "
         "detector now counting takes its calibration)"
     )
+    # the detector now counting is uncalibrated too: the label names its reason and the
+    # shares, the unrecorded one among them (RC NIT 2)
+    assert scope["uncalibrated"] == (
+        f"{scope['quality']['uncalibrated']}; and {scope['counts_uncalibrated']}"
+    )
     rates = second["misjudged_answerable"]
     # its 300 whole + ⌊upper · 100⌋ of the new one's own rate
     assert scope["under_refusals_explained"] == 300 + math.floor(
@@ -433,4 +445,161 @@ def test_an_older_state_resumed_under_another_detector_keeps_its_unknown_calibra
     let_in = second["misjudged_unanswerable"]
     assert scope["over_refusals_explained"] == 14 + math.floor(
         _wilson_upper(let_in["count"], let_in["of"]) * second["scored_refusals"]
+    )
+
+
+# -- the "explained by its own error" sentence beside the figure (RC B1) ----------------------
+#
+# One version counted every scope count, and it is not the detector now counting (a refit
+# before any batch; an older state resumed under another detector): the figure is that
+# version's own bound, so the sentence must quote its rates, not the new detector's.
+
+#: The trial's counts (3990 scored, 995 scored refusals) all by the old detector (``OLD``).
+TRIAL_VERSION = {"detector": "threshold 0.1905", **OLD, "scope_scored": 3990,
+                 "out_of_scope": 541, "over_refusals": 563, "under_refusals": 109,
+                 "scored_refusals": 995}  # fmt: skip
+
+
+def _scope_report(version: dict[str, Any], over: int, under: int,
+                  now: dict[str, Any] = NEW) -> dict[str, Any]:  # fmt: skip
+    """The sample replay report with ``version`` the one that counted every scope count,
+    ``now`` the detector counting now, ``over`` / ``under`` the explained figures."""
+    import copy
+
+    from tests.service.html.samples import replay_report
+
+    report = copy.deepcopy(replay_report(extras=False))
+    report["analytics"]["out_of_scope"] |= {
+        "scored": version["scope_scored"], "out_of_scope": version["out_of_scope"],
+        "share": version["out_of_scope"] / version["scope_scored"],
+        "over_refusals": version["over_refusals"], "under_refusals": version["under_refusals"],
+        "misjudged_unanswerable": now["misjudged_unanswerable"],
+        "misjudged_answerable": now["misjudged_answerable"],
+        "over_refusals_explained": over, "under_refusals_explained": under,
+        "over_refusals_explained_by": None, "under_refusals_explained_by": None,
+        "counted_by": [version],
+    }  # fmt: skip
+    return report
+
+
+#: ⌊0.68733 · 995⌋ = 683 (4 of 10; the new detector's 0.37736 · 995 = 375 is not it);
+#: ⌊0.1909 · 3990⌋ = 761 (2 of 34)
+TRIAL_OVER = ("over-refusals 563 (up to 683 explained by the detector that counted them "
+              "(threshold 0.1905) judging unanswerable questions in scope: 4 of 10 "
+              "unanswerable gold questions on held-out data, 95 % upper bound 68.7% of the "
+              "scored refusals; within its error")  # fmt: skip
+TRIAL_UNDER = ("under-refusals 109 (up to 761 explained by the detector that counted them "
+               "(threshold 0.1905) judging answerable questions out of scope: 2 of 34 "
+               "answerable gold questions on held-out data, 95 % upper bound 19.1% of the "
+               "scored questions; within its error: no evidence of made-up answers, nor of "
+               "none)")  # fmt: skip
+
+
+def test_the_text_report_quotes_the_rates_of_the_one_version_that_counted() -> None:
+    from service.jobs.replay import render_text
+
+    text = render_text(_scope_report(TRIAL_VERSION, 683, 761))  # type: ignore[arg-type]
+    [line] = [x for x in text.splitlines() if x.startswith("out of scope")]
+    assert TRIAL_OVER in line and TRIAL_UNDER in line
+    assert "1 of 11" not in line and "37.7%" not in line  # the new detector's rates
+
+
+def test_the_html_report_quotes_the_rates_of_the_one_version_that_counted() -> None:
+    from service.html.rates import _both_directions
+
+    analytics = _scope_report(TRIAL_VERSION, 683, 761)["analytics"]
+    html = str(_both_directions(analytics))
+    over = TRIAL_OVER.removeprefix("over-refusals 563 (")
+    under = TRIAL_UNDER.removeprefix("under-refusals 109 (").removesuffix(")")
+    assert f"over-refusals the detector&#x27;s own error explains</td><td>{over}" in html
+    assert f"under-refusals the detector&#x27;s own error explains</td><td>{under}<" in html
+    assert "1 of 11" not in html and "37.7%" not in html
+
+
+#: An older state's 300 counts (under-refusals 13, 14 scored refusals, 6 over) by a detector
+#: whose rates were not recorded, resumed under another with no new event: bounded whole.
+UNRECORDED_VERSION = {"detector": OLDER_DETECTOR, "calibrated": None, "uncalibrated": None,
+                      "misjudged_unanswerable": None, "misjudged_answerable": None,
+                      "scope_scored": 300, "out_of_scope": 21, "over_refusals": 6,
+                      "under_refusals": 13, "scored_refusals": 14}  # fmt: skip
+
+
+def test_the_reports_say_a_version_with_no_rates_recorded_is_bounded_whole() -> None:
+    from service.html.rates import _both_directions
+    from service.jobs.replay import render_text
+
+    report = _scope_report(UNRECORDED_VERSION, 14, 300)
+    under = (f"up to 300 explained by the detector that counted them ({OLDER_DETECTOR}): its "
+             "rates were not recorded, so all of them; within its error: no evidence of "
+             "made-up answers, nor of none")  # fmt: skip
+    over = (f"up to 14 explained by the detector that counted them ({OLDER_DETECTOR}): its "
+            "rates were not recorded, so all of them; within its error")  # fmt: skip
+    [line] = [x for x in render_text(report).splitlines()  # type: ignore[arg-type]
+              if x.startswith("out of scope")]  # fmt: skip
+    assert f"under-refusals 13 ({under})" in line and f"over-refusals 6 ({over}" in line
+    assert "1 of 36" not in line and "1 of 11" not in line
+    html = str(_both_directions(report["analytics"]))
+    assert f"</td><td>{under}<" in html and f"</td><td>{over}" in html
+
+
+def test_one_version_that_is_the_detector_now_counting_reads_as_before() -> None:
+    """Its rates are the ones now: the sentence is the one every report had."""
+    from service.jobs.replay import render_text
+
+    version = {**TRIAL_VERSION, **NEW, "detector": "threshold 0.3614"}
+    # ⌊0.37736 · 995⌋ = 375, ⌊0.10 · 3990⌋ = 399
+    [line] = [x for x in render_text(_scope_report(version, 375, 399)).splitlines()  # type: ignore[arg-type]
+              if x.startswith("out of scope")]  # fmt: skip
+    # 563 − 375 = 188 beyond the bound
+    assert ("over-refusals 563 (up to 375 explained by the detector judging unanswerable "
+            "questions in scope: 1 of 11 unanswerable gold questions on held-out data, 95 % "
+            "upper bound 37.7% of the scored refusals; 188 beyond it)") in line  # fmt: skip
+    assert ("under-refusals 109 (up to 399 explained by the detector judging answerable "
+            "questions out of scope: 1 of 36 answerable gold questions on held-out data, "
+            "95 % upper bound 10.0% of the scored questions;") in line  # fmt: skip
+
+
+def test_the_status_page_says_the_calibrated_detector_may_alarm_after_its_warm_up() -> None:
+    """RC NIT 1: after a refit the out-of-scope drift windows start afresh, so the calibrated
+    detector now counting alarms only once its baseline has warmed up again."""
+    from service.html.rates import _both_directions
+
+    analytics = _scope_report(TRIAL_VERSION, 683, 761)["analytics"]
+    analytics["out_of_scope"] |= {"quality": {"auc": 0.914, "uncalibrated": None},
+                                  "uncalibrated": "out of scope 541 of 541 counted by an "
+                                  "uncalibrated detector (threshold 0.1905)"}  # fmt: skip
+    html = str(_both_directions(analytics))
+    assert ("(out of scope 541 of 541 counted by an uncalibrated detector (threshold 0.1905)); "
+            "the detector now counting is calibrated: its out-of-scope drift may alarm once "
+            "its baseline has warmed up.") in html  # fmt: skip
+    assert "its drift alarms" not in html
+
+
+def test_the_label_names_the_unrecorded_share_when_the_one_now_is_uncalibrated_too() -> None:
+    """RC NIT 2: both reasons hold; both are said. One uncalibrated detector still counting:
+    its own reason says it all."""
+    from service.evaluation.detector_quality import scope_uncalibrated_text
+
+    now = "FPR 9 of 13"
+    older = {**UNRECORDED_VERSION}
+    newer = {"detector": "threshold 0.2", "calibrated": False, "uncalibrated": now,
+             "misjudged_unanswerable": None, "misjudged_answerable": None,
+             "scope_scored": 100, "out_of_scope": 4, "over_refusals": 2,
+             "under_refusals": 1, "scored_refusals": 5}  # fmt: skip
+    assert scope_uncalibrated_text(now, [newer]) == now
+    assert scope_uncalibrated_text(None, [newer]) == (
+        "out of scope 4 of 4, over-refusals 2 of 2, under-refusals 1 of 1 (scored 100 of 100) "
+        "counted by an uncalibrated detector (threshold 0.2)"
+    )
+    assert scope_uncalibrated_text(now, [older, newer]) == (
+        f"{now}; and out of scope 25 of 25, over-refusals 8 of 8, under-refusals 14 of 14 "
+        f"(scored 400 of 400) counted by an uncalibrated detector (threshold 0.2) or a "
+        f"detector whose calibration was not recorded ({OLDER_DETECTOR}; a state kept "
+        "before session 51 named the detectors that counted, not their calibration, and only "
+        "a last one named as the detector now counting takes its calibration)"
+    )
+    # an older uncalibrated version for another reason is named too
+    other = {**newer, "detector": "threshold 0.1", "uncalibrated": "AUC 0.6"}
+    assert scope_uncalibrated_text(now, [other, newer]).startswith(
+        f"{now}; and out of scope 8 of 8"
     )
