@@ -916,8 +916,17 @@ def over_refusals_explained_text(scope: Mapping[str, Any]) -> str:
                f"of none ({OVER_REFUSALS_ELSEWHERE})"
                if scope["over_refusals"] <= explained
                else f"{scope['over_refusals'] - explained} beyond it")  # fmt: skip
+    if by := scope.get("over_refusals_explained_by"):  # counted by several detector versions
+        return (f" (up to {explained} explained by the detectors judging unanswerable "
+                f"questions in scope, {by}; {verdict})")  # fmt: skip
+    # one version counted them all: its own rates made the figure, so they are the ones
+    # quoted, not the detector now counting's (a refit before any batch: RC B1)
+    misjudged, who = _counting_rates(scope, "misjudged_unanswerable", misjudged)
+    if misjudged is None:
+        return (f" (up to {explained} explained by {who}: its rates were not recorded, so "
+                f"all of them; {verdict})")  # fmt: skip
     return (
-        f" (up to {explained} explained by the detector judging unanswerable questions in "
+        f" (up to {explained} explained by {who} judging unanswerable questions in "
         f"scope: {misjudged['count']} of {misjudged['of']} unanswerable gold questions on "
         f"held-out data, 95 % upper bound {misjudged['upper']:.1%} of the scored refusals; "
         f"{verdict})"
@@ -943,12 +952,44 @@ def under_refusals_explained_text(scope: Mapping[str, Any]) -> str:
     verdict = ("within its error: no evidence of made-up answers, nor of none"
                if scope["under_refusals"] <= explained
                else f"{scope['under_refusals'] - explained} beyond it")  # fmt: skip
+    if by := scope.get("under_refusals_explained_by"):  # counted by several detector versions
+        return (f" (up to {explained} explained by the detectors judging answerable questions "
+                f"out of scope, {by}; {verdict})")  # fmt: skip
+    # (one version counted them all: its own rates, as for the over-refusals; RC B1)
+    misjudged, who = _counting_rates(scope, "misjudged_answerable", misjudged)
+    if misjudged is None:
+        return (f" (up to {explained} explained by {who}: its rates were not recorded, so "
+                f"all of them; {verdict})")  # fmt: skip
     return (
-        f" (up to {explained} explained by the detector judging answerable questions out "
+        f" (up to {explained} explained by {who} judging answerable questions out "
         f"of scope: {misjudged['count']} of {misjudged['of']} answerable gold questions on "
         f"held-out data{_misjudged_split(misjudged)}, 95 % upper bound "
         f"{misjudged['upper']:.1%} of the scored questions; {verdict})"
     )
+
+
+def _counting_rates(
+    scope: Mapping[str, Any], key: str, now: Mapping[str, Any]
+) -> tuple[Mapping[str, Any] | None, str]:
+    """``(rates, who)``: the rates (``key``: ``"misjudged_unanswerable"`` or
+    ``"misjudged_answerable"``, ``{"count", "of", "upper"}``; ``None``: not recorded) that
+    made the explained figure when one detector version counted every scope count
+    (``scope["counted_by"]``: :func:`~service.pipeline.totals.counted_by_version`), else
+    ``now`` (the detector now counting's, what the figure is made of without versions), and
+    how the text names the detector they are of: ``"the detector"`` when they are ``now``,
+    else ``"the detector that counted them (its name)"`` — the rates kept when its
+    version began, not the detector now counting's (after a refit before any batch, or a
+    state kept before session 51 resumed under another detector: RC B1).
+    """
+    versions = scope.get("counted_by") or []
+    if len(versions) != 1:
+        return now, "the detector"
+    version = versions[0]
+    rates = version.get(key)
+    if rates is not None and dict(rates) == dict(now):
+        return now, "the detector"
+    name = version.get("detector") or "not named"
+    return rates, f"the detector that counted them ({name})"
 
 
 def _misjudged_split(misjudged: Mapping[str, Any]) -> str:
@@ -960,3 +1001,155 @@ def _misjudged_split(misjudged: Mapping[str, Any]) -> str:
     if by_score is None or not by_rule:
         return ""
     return f" ({by_score} by its score, {by_rule} by the off-corpus rule)"
+
+
+#: ``{kind: (rates key, count it is a share of, what it judges wrongly)}`` of the
+#: out-of-scope detector's own error per counted detector version
+#: (:func:`explained_by_versions`).
+EXPLAINED_BY = {
+    "over_refusals": ("misjudged_unanswerable", "scored_refusals", "scored refusals"),
+    "under_refusals": ("misjudged_answerable", "scope_scored", "scored questions"),
+}
+
+
+def explained_by_versions(versions: Sequence[Mapping[str, Any]], kind: str) -> int:
+    """The ``kind`` (``"over_refusals"`` or ``"under_refusals"``) that the out-of-scope
+    detectors' own error explains at most, each version's rates over its own counts
+    (``versions``: :func:`~service.pipeline.totals.counted_by_version`): the sum over versions
+    of ``⌊upper · n⌋`` (``upper``: the version's Wilson 95 % upper bound,
+    :class:`MisjudgedUnanswerable` / :class:`MisjudgedAnswerable`; ``n``: its scored refusals
+    / scored questions). A version whose rates were not recorded counts whole (upper 1: a
+    bound from above that claims nothing). Trial 50 H2: a refit's FPR 1 of 11 applied to
+    counts an FPR-4-of-10 detector made halved the figure.
+
+    >>> v = [{"misjudged_unanswerable": {"count": 4, "of": 10, "upper": 0.6873},
+    ...       "scored_refusals": 100},
+    ...      {"misjudged_unanswerable": {"count": 1, "of": 11, "upper": 0.3774},
+    ...       "scored_refusals": 50},
+    ...      {"misjudged_unanswerable": None, "scored_refusals": 7}]
+    >>> explained_by_versions(v, "over_refusals")  # 68 + 18 + 7
+    93
+    """
+    key, count, _ = EXPLAINED_BY[kind]
+    total = 0
+    for version in versions:
+        rates = version.get(key)
+        upper = 1.0 if not rates else float(rates["upper"])
+        total += math.floor(upper * int(version[count]))
+    return total
+
+
+def explained_by_versions_text(versions: Sequence[Mapping[str, Any]], kind: str) -> str | None:
+    """How :func:`explained_by_versions` summed ``kind`` over the detector versions that
+    counted, for the reports (``None`` for one version: the figure is that version's and the
+    usual clause says how).
+
+    >>> print(explained_by_versions_text([
+    ...     {"detector": "A", "misjudged_unanswerable": {"count": 4, "of": 10, "upper": 0.6873},
+    ...      "scored_refusals": 100},
+    ...     {"detector": "B", "misjudged_unanswerable": {"count": 1, "of": 11, "upper": 0.3774},
+    ...      "scored_refusals": 50}], "over_refusals"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    each detector's own rates over its own counts: up to 68 of 100 scored refusals under A (4
+    of 10, 95 % upper bound 68.7%), up to 18 of 50 under B (1 of 11, 95 % upper bound 37.7%)
+    """
+    key, count, what = EXPLAINED_BY[kind]
+    if len(versions) < 2:
+        return None
+    parts = []
+    for i, version in enumerate(versions):
+        rates, n = version.get(key), int(version[count])
+        name = version.get("detector") or "a detector not recorded"
+        unit = f" {what}" if i == 0 else ""
+        if not rates:
+            parts.append(f"up to {n} of {n}{unit} under {name} (its rates were not recorded: "
+                         "all of them)")  # fmt: skip
+            continue
+        parts.append(f"up to {math.floor(float(rates['upper']) * n)} of {n}{unit} under {name} "
+                     f"({rates['count']} of {rates['of']}, 95 % upper bound "
+                     f"{float(rates['upper']):.1%})")  # fmt: skip
+    return f"each detector's own rates over its own counts: {', '.join(parts)}"
+
+
+def scope_uncalibrated_text(now: str | None, versions: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the cumulative scope counts are not facts (``None``: they are): ``now`` (why the
+    detector now counting is not calibrated, or ``None``) and the shares
+    :func:`counts_uncalibrated_text` names, both when both hold — unless every version it
+    names is uncalibrated for that same reason (one detector, counting still: ``now`` says
+    it all). Without this the shares counted by a detector whose calibration was not
+    recorded went unsaid whenever the detector now counting was uncalibrated too (RC NIT 2).
+
+    >>> v = [{"detector": "A", "calibrated": None, "uncalibrated": None, "scope_scored": 30,
+    ...       "out_of_scope": 3, "over_refusals": 2, "under_refusals": 1},
+    ...      {"detector": "B", "calibrated": False, "uncalibrated": "FPR 9 of 13",
+    ...       "scope_scored": 10, "out_of_scope": 1, "over_refusals": 0, "under_refusals": 0}]
+    >>> print(scope_uncalibrated_text("FPR 9 of 13", v[1:]))
+    FPR 9 of 13
+    >>> print(scope_uncalibrated_text("FPR 9 of 13", v))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    FPR 9 of 13; and out of scope 4 of 4, over-refusals 2 of 2, under-refusals 1 of 1 (scored
+    40 of 40) counted by an uncalibrated detector (B) or a detector whose calibration was not
+    recorded (A; a state kept before session 51 named the detectors that counted, not their
+    calibration, and only a last one named as the detector now counting takes its
+    calibration)
+    """
+    counts = counts_uncalibrated_text(versions)
+    if now is None or counts is None:
+        return now or counts
+    untrusted = [v for v in versions if v.get("calibrated") is not True
+                 and any(int(v[k]) for k in _VERSION_COUNTS)]  # fmt: skip
+    if all(v.get("calibrated") is False and v.get("uncalibrated") == now for v in untrusted):
+        return now
+    return f"{now}; and {counts}"
+
+
+#: The counts of a detector version (:func:`~service.pipeline.totals.counted_by_version`)
+#: that make it one that counted anything.
+_VERSION_COUNTS = ("scope_scored", "out_of_scope", "over_refusals", "under_refusals")
+
+
+def counts_uncalibrated_text(versions: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the cumulative scope counts are not facts although the detector now counting may
+    be calibrated: the shares of them counted by an uncalibrated detector version, or by one
+    whose calibration was not recorded (a state kept before session 51, other than the
+    last row when it names the detector now counting:
+    :meth:`~service.pipeline.totals.AnnotationTotals.adopt_recorded`); ``None`` when every
+    version that counted anything was calibrated (``versions``:
+    :func:`~service.pipeline.totals.counted_by_version`). A count is as trustworthy as the
+    least trustworthy version that contributed to it (trial 50 H2).
+
+    >>> print(counts_uncalibrated_text([
+    ...     {"detector": "threshold 0.1905", "calibrated": False, "scope_scored": 3990,
+    ...      "out_of_scope": 541, "over_refusals": 563, "under_refusals": 109},
+    ...     {"detector": "threshold 0.3614", "calibrated": True, "scope_scored": 10,
+    ...      "out_of_scope": 2, "over_refusals": 1, "under_refusals": 0}]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    out of scope 541 of 543, over-refusals 563 of 564, under-refusals 109 of 109 (scored 3990
+    of 4000) counted by an uncalibrated detector (threshold 0.1905)
+    """
+    kinds = ("out_of_scope", "over_refusals", "under_refusals")
+    untrusted = [v for v in versions if v.get("calibrated") is not True
+                 and any(int(v[k]) for k in ("scope_scored", *kinds))]  # fmt: skip
+    if not untrusted:
+        return None
+    labels = {"out_of_scope": "out of scope", "over_refusals": "over-refusals",
+              "under_refusals": "under-refusals"}  # fmt: skip
+    shares = [f"{labels[k]} {sum(int(v[k]) for v in untrusted)} of "
+              f"{sum(int(v[k]) for v in versions)}" for k in kinds]  # fmt: skip
+    scored = (
+        f"scored {sum(int(v['scope_scored']) for v in untrusted)} of "
+        f"{sum(int(v['scope_scored']) for v in versions)}"
+    )
+    bad = [str(v["detector"]) for v in untrusted if v.get("calibrated") is False]
+    unknown = [str(v.get("detector") or "not named") for v in untrusted
+               if v.get("calibrated") is None]  # fmt: skip
+    who = []
+    if bad:
+        who.append(f"an uncalibrated detector ({'; '.join(bad)})" if len(bad) == 1
+                   else f"uncalibrated detectors ({'; '.join(bad)})")  # fmt: skip
+    if unknown:
+        who.append(f"a detector whose calibration was not recorded ({'; '.join(unknown)}; "
+                   "a state kept before session 51 named the detectors that counted, not "
+                   "their calibration, and only a last one named as the detector now "
+                   "counting takes its calibration)")  # fmt: skip
+    return f"{', '.join(shares)} ({scored}) counted by {' or '.join(who)}"

@@ -388,7 +388,15 @@ def _both_directions(analytics: Mapping[str, Any]) -> Markup:
     if why:
         warning = para(
             f"Out-of-scope, over- and under-refusal counts are UNCALIBRATED and not facts "
-            f"({why}); the out-of-scope drift raises no alarm."
+            f"({why}); "
+            + (
+                "the out-of-scope drift raises no alarm."
+                if (scope.get("quality") or {}).get("uncalibrated") or not scope.get("quality")
+                # (its out-of-scope drift windows start afresh at a refit: no alarm before
+                # its baseline has warmed up again, as the accept's warning says; RC NIT 1)
+                else "the detector now counting is calibrated: its out-of-scope drift may "
+                "alarm once its baseline has warmed up."
+            )  # fmt: skip
             + (
                 f" To calibrate it: {advice}."
                 if (advice := (scope.get("quality") or {}).get("to_calibrate"))

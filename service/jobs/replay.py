@@ -669,7 +669,11 @@ def render_text(doc: ReplayReport) -> str:
             on = measured_on_text(scope.get("quality"))
             if on and "measured on only" not in why:  # (too few: the reason says on what)
                 counts += f"; detector measured{on}"
-            lines.append(f"out of scope (UNCALIBRATED, not facts: {why}; no alarm): {counts}")
+            # (the detector now counting calibrated: earlier ones made counts, it alarms)
+            alarm = ("; no alarm" if (scope.get("quality") or {}).get("uncalibrated")
+                     or not scope.get("quality") else "; the detector now counting is "
+                     f"calibrated: {quality}")  # fmt: skip
+            lines.append(f"out of scope (UNCALIBRATED, not facts: {why}{alarm}): {counts}")
             if advice := (scope.get("quality") or {}).get("to_calibrate"):
                 lines.append(f"  to calibrate it: {advice}")
         else:

@@ -93,8 +93,9 @@ the same way through it.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from service.language.gold import judged_language
@@ -117,6 +118,67 @@ FLAGS = ("answers", "refusals", "scope_scored", "out_of_scope", "over_refusals",
          "under_refusals", "answers_by_flag", "answers_by_patterns", "off_corpus",
          "refusals_by_flag", "refusals_by_patterns", "scored_refusals", "unstable_out",
          "unstable_in")  # fmt: skip
+
+
+#: The totals each row of :attr:`AnnotationTotals.counted_under` keeps from when its detector
+#: began counting (``from``): what :func:`counted_by_version` splits per detector version.
+VERSION_FLAGS = ("scope_scored", "out_of_scope", "over_refusals", "under_refusals",
+                 "scored_refusals")  # fmt: skip
+
+
+def counted_by_version(
+    rows: Sequence[Mapping[str, Any]], flags: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """The scope counts since the first start split by the detector version that counted
+    them (``rows``: :attr:`AnnotationTotals.counted_under`; ``flags``: the totals now).
+
+    Returns one ``{"detector": name, "calibrated": bool or None, "uncalibrated": why or None,
+    "misjudged_unanswerable": {...} or None, "misjudged_answerable": {...} or None, **{flag:
+    n for flag in VERSION_FLAGS}}`` per version, in order, each row's counts the totals when
+    the next began (or now) minus its own ``from``. The counts before the first row that
+    kept ``from`` (a state kept before session 51, or scored before any detector was
+    recorded) come first as one version of unknown calibration (``calibrated`` ``None``, no
+    rates; ``detector`` the names its rows recorded, or ``None``), when any was scored: the
+    older state kept no per-flag totals where one of its rows began, so they cannot be
+    split. That includes what a row :meth:`AnnotationTotals.adopt_recorded` gave a
+    calibration counted before it (its ``from`` past its ``from_scored``: named "… before
+    its calibration was recorded").
+
+    >>> rows = [{"detector": "A", "from_scored": 0, "from": dict.fromkeys(VERSION_FLAGS, 0),
+    ...          "calibrated": False},
+    ...         {"detector": "B", "from_scored": 10, "calibrated": True,
+    ...          "from": {"scope_scored": 10, "out_of_scope": 4, "over_refusals": 3,
+    ...                   "under_refusals": 1, "scored_refusals": 6}}]
+    >>> [(v["detector"], v["scope_scored"], v["out_of_scope"]) for v in counted_by_version(
+    ...     rows, {"scope_scored": 25, "out_of_scope": 5, "over_refusals": 3,
+    ...            "under_refusals": 2, "scored_refusals": 9})]
+    [('A', 10, 4), ('B', 15, 1)]
+    """
+    known = [i for i, row in enumerate(rows) if isinstance(row.get("from"), Mapping)]
+    first = known[0] if known else len(rows)
+    versions: list[dict[str, Any]] = []
+    head = dict(rows[first]["from"]) if known else {f: int(flags[f]) for f in VERSION_FLAGS}
+    if int(head.get("scope_scored", 0)) > 0 or any(int(head.get(f, 0)) for f in VERSION_FLAGS):
+        names = [str(row["detector"]) for row in rows[:first]]
+        if known and int(rows[first]["from"].get("scope_scored", 0)) > int(
+            rows[first]["from_scored"]
+        ):  # an adopted row's counts before its calibration was recorded
+            names.append(f"{rows[first]['detector']} before its calibration was recorded")
+        versions.append({"detector": "; ".join(dict.fromkeys(names)) or None,
+                         "calibrated": None, "uncalibrated": None,
+                         "misjudged_unanswerable": None, "misjudged_answerable": None,
+                         **{f: int(head.get(f, 0)) for f in VERSION_FLAGS}})  # fmt: skip
+    for i in known:
+        row = rows[i]
+        start = {f: int(row["from"].get(f, 0)) for f in VERSION_FLAGS}
+        end = rows[i + 1]["from"] if i + 1 < len(rows) else flags
+        versions.append({"detector": str(row["detector"]),
+                         "calibrated": row.get("calibrated"),
+                         "uncalibrated": row.get("uncalibrated"),
+                         "misjudged_unanswerable": row.get("misjudged_unanswerable"),
+                         "misjudged_answerable": row.get("misjudged_answerable"),
+                         **{f: int(end.get(f, 0)) - start[f] for f in VERSION_FLAGS}})  # fmt: skip
+    return versions
 
 
 #: The totals :attr:`AnnotationTotals.unstable_since` keeps from when its range began:
@@ -227,7 +289,8 @@ class AnnotationTotals:
     Runs after the analytics stages (it reads their annotations, changes nothing).
     State: ``{"flags": {flag: int}, "pii": {type: int}, "by_language": {...}, "by_family"
     (when any family was counted): {kind: {family: int}}, "family_from_scored" (when not 0): int,
-    "counted_under": [{"detector": str, "from_scored": int}]}``, and ``"unstable_since"``
+    "counted_under": [{"detector": str, "from_scored": int, "from": {flag: int}, and the
+    judge's fields}]}`` (:attr:`counted_under`), and ``"unstable_since"``
     (:attr:`unstable_since`) once a range was counted under.
 
     :attr:`detector` names the out-of-scope detector the scope verdicts now come from (set by
@@ -268,8 +331,15 @@ class AnnotationTotals:
         self.missed_askers: dict[str, list[str]] = {}
         #: the out-of-scope detector counting now (``None``: none named)
         self.detector: str | None = None
-        #: ``[{"detector": name, "from_scored": scope_scored total when it began}]``
+        #: ``[{"detector": name, "from_scored": scope_scored total when it began, "from":
+        #: {flag: total when it began} (:data:`VERSION_FLAGS`), and the :attr:`judge` then}]``
+        #: (rows of a state kept before session 51 have neither ``from`` nor a judge, until
+        #: :meth:`adopt_recorded` gives the last one the detector now counting's)
         self.counted_under: list[dict[str, Any]] = []
+        #: what judges the detector counting now (set with :attr:`detector`): ``{"calibrated":
+        #: bool, "uncalibrated": why not or None, "misjudged_unanswerable": {"count", "of",
+        #: "upper"} or None, "misjudged_answerable": {...} or None}``; ``None``: not recorded
+        self.judge: dict[str, Any] | None = None
         #: the off-corpus cutoff's range marking the unstable verdicts now (``None``: none)
         self.band: str | None = None
         #: since when the unstable counts run: ``{"band": str, "from_scored": int,
@@ -278,16 +348,54 @@ class AnnotationTotals:
         #: (the totals when ``band`` began: :func:`unstable_counts`); ``None``: not begun
         self.unstable_since: dict[str, Any] | None = None
 
+    def adopt_recorded(self) -> None:
+        """Give the last :attr:`counted_under` row of a state kept before session 51 (no
+        ``from``, no calibration recorded) the calibration and rates of the detector now
+        counting (:attr:`judge`) when it names the same detector, so the first batch after
+        the upgrade adds no second row for it. The name carries the detector's threshold and
+        cutoffs, so an equal name is the same fit; a row naming another detector is left
+        as it is (its calibration is not known, and the reports say so). No-op without a
+        :attr:`judge` or :attr:`detector`, or when the last row already records one.
+
+        The adopted row's ``from`` (the totals when it began, per flag) is exact when it is
+        the only row and began at 0 (all zeros: nothing was scored before it); otherwise the
+        older state kept only ``from_scored``, so ``from`` is the totals now and the counts
+        it made before (with those of the rows before it) stay of unknown calibration
+        (:func:`counted_by_version`).
+        """
+        rows, judge = self.counted_under, self.judge
+        if not rows or judge is None or self.detector is None:
+            return
+        last = rows[-1]
+        if "from" in last or last["detector"] != self.detector:
+            return
+        whole = len(rows) == 1 and int(last["from_scored"]) == 0
+        last["from"] = {flag: 0 if whole else int(self.flags[flag]) for flag in VERSION_FLAGS}
+        last.update(copy.deepcopy(judge))
+
     def process(self, batch: Batch) -> None:
         """Add the batch's counts, and keep them on the batch (:attr:`Batch.counted`) for
         its export."""
         annotations = batch.annotations
+        self.adopt_recorded()  # (a state kept before session 51 with the same detector)
         detector = self.detector
+        judge = self.judge
         if detector is not None and (
-            not self.counted_under or self.counted_under[-1]["detector"] != detector
-        ):
+            not self.counted_under
+            or self.counted_under[-1]["detector"] != detector
+            or self.counted_under[-1].get("calibrated") != (judge or {}).get("calibrated")
+        ):  # (a refit that keeps the name but flips the calibration is another version too)
+            # A version's calibration and rates are frozen here, when its row starts: a gold
+            # refresh that keeps the name (threshold, cutoffs) and the calibrated flag but
+            # re-measures the rates starts no row, so the row keeps the rates it began with
+            # and the reports bound its counts by those (RC NIT 4; not seen in a trial).
             self.counted_under.append(
-                {"detector": detector, "from_scored": int(self.flags["scope_scored"])}
+                {
+                    "detector": detector,
+                    "from_scored": int(self.flags["scope_scored"]),
+                    "from": {flag: int(self.flags[flag]) for flag in VERSION_FLAGS},
+                    **({} if judge is None else copy.deepcopy(judge)),
+                }  # fmt: skip
             )
         band = self.band
         if band is None:  # no range (a detector without one): none counted under any, so a
@@ -445,9 +553,13 @@ class AnnotationTotals:
                                         in state.get("missed_refusals", {}).items()})  # fmt: skip
         self.missed_askers = {str(text): [str(a) for a in askers] for text, askers
                               in state.get("missed_askers", {}).items()}  # fmt: skip
-        self.counted_under = [{"detector": str(row["detector"]),
+        # rows kept before session 51 have no "from" and no judge: counted_by_version
+        # reports their counts as counted by a detector of unknown calibration, unless the
+        # last names the detector now counting (adopt_recorded)
+        self.counted_under = [{**copy.deepcopy(dict(row)), "detector": str(row["detector"]),
                                "from_scored": int(row["from_scored"])}
                               for row in state.get("counted_under", [])]  # fmt: skip
+        self.adopt_recorded()  # (when the detector now counting is already known)
         # totals kept before it: their unstable counts (if any) ran under a range no state
         # names, so they start again at the first batch (unstable_counts says since when)
         since = state.get("unstable_since")

@@ -804,6 +804,8 @@ def apply_quality_floor(analytics: Analytics) -> dict[str, str]:
     as good as its best-measured one (:func:`~service.topics.quality.unshown_languages`:
     too few rows, or too weak). Return
     ``{dimension or "dimension (category share)": reason}`` of what is suppressed."""
+    if analytics.totals is not None:  # the scope counts from now on are judged by this
+        analytics.totals.judge = scope_judge(analytics)
     topics = next((st for st in analytics.stages if isinstance(st, TopicStage)), None)
     nearest = analytics.topics_nearest()
     if topics is not None:
@@ -1326,7 +1328,8 @@ def counted_under_text(rows: Sequence[Mapping[str, Any]], scored: int) -> str | 
     ...                           {"detector": "B", "from_scored": 40}], 100))
     ... # doctest: +NORMALIZE_WHITESPACE
     out-of-scope counts since the first start come from 2 detectors: 40 scored under A, 60
-    under B (now): the bounds shown are the last one's
+    under B (now): the bounds on what their error explains sum each one's own rates over its
+    own counts; the quality shown is the last one's
     """
     if not rows or (len(rows) == 1 and int(rows[0]["from_scored"]) == 0):
         return None
@@ -1341,7 +1344,8 @@ def counted_under_text(rows: Sequence[Mapping[str, Any]], scored: int) -> str | 
     k = len(rows) + (int(rows[0]["from_scored"]) > 0)  # an unrecorded one before them
     return (
         f"out-of-scope counts since the first start come from {k} detectors: "
-        f"{', '.join(parts)}: the bounds shown are the last one's"
+        f"{', '.join(parts)}: the bounds on what their error explains sum each one's own "
+        "rates over its own counts; the quality shown is the last one's"
     )
 
 
@@ -1361,6 +1365,22 @@ def misjudged_of(analytics: Analytics) -> MisjudgedAnswerable | None:
     if quality is None:
         return None
     return misjudged_answerable(quality.as_dict(), scope_support(analytics))
+
+
+def scope_judge(analytics: Analytics) -> dict[str, Any] | None:
+    """What judges the running out-of-scope detector's counts, as the annotation totals keep
+    it with each detector version (:attr:`~service.pipeline.totals.AnnotationTotals.judge`):
+    ``{"calibrated": bool, "uncalibrated": why not (:meth:`Analytics.uncalibrated`) or None,
+    "misjudged_unanswerable": {"count", "of", "upper"} or None, "misjudged_answerable":
+    {"count", "of", "upper", "by_score", "by_off_corpus"} or None}``; ``None`` without a
+    running scope stage."""
+    if _running_scope(analytics) is None:
+        return None
+    why = analytics.uncalibrated("out_of_scope")
+    let_in, misjudged = misjudged_unanswerable_of(analytics), misjudged_of(analytics)
+    return {"calibrated": why is None, "uncalibrated": why,
+            "misjudged_unanswerable": None if let_in is None else let_in.as_dict(),
+            "misjudged_answerable": None if misjudged is None else misjudged.as_dict()}  # fmt: skip
 
 
 def misjudged_unanswerable_of(analytics: Analytics) -> MisjudgedUnanswerable | None:

@@ -667,13 +667,27 @@ class Runtime:
 
     def _counted_under_notice(self) -> str | None:
         """The notice that the scope totals come from more than one out-of-scope detector
-        (:func:`~service.runtime.analytics.counted_under_text`), or ``None``."""
+        (:func:`~service.runtime.analytics.counted_under_text`), led, while the detector now
+        counting is calibrated, by the share of them an uncalibrated one counted
+        (:func:`~service.evaluation.detector_quality.counts_uncalibrated_text`), or
+        ``None``."""
         from service.runtime.analytics import counted_under_text
 
         totals = self.live.analytics.totals
         if totals is None:
             return None
-        return counted_under_text(totals.counted_under, int(totals.flags["scope_scored"]))
+        notice = counted_under_text(totals.counted_under, int(totals.flags["scope_scored"]))
+        if self.live.analytics.uncalibrated("out_of_scope") is None:  # (else its own notice)
+            # the detector now counting is calibrated; the counts an earlier one made are not
+            # facts for that (trial 50 H2)
+            from service.evaluation.detector_quality import counts_uncalibrated_text
+            from service.pipeline.totals import counted_by_version
+
+            versions = counted_by_version(totals.counted_under, totals.flags)
+            if (why := counts_uncalibrated_text(versions)) is not None:
+                untrusted = f"the out-of-scope counts are UNCALIBRATED, not facts: {why}"
+                notice = untrusted if notice is None else f"{untrusted}; {notice}"
+        return notice
 
     def gold_file_problem(self) -> str | None:
         """Why the configured gold-set file no longer loads as ``serve`` would load it at its

@@ -11,7 +11,13 @@ from typing import Any, NotRequired, cast
 from prometheus_client import CollectorRegistry
 from typing_extensions import TypedDict
 
-from service.evaluation.detector_quality import measured_on
+from service.evaluation.detector_quality import (
+    counts_uncalibrated_text,
+    explained_by_versions,
+    explained_by_versions_text,
+    measured_on,
+    scope_uncalibrated_text,
+)
 from service.harvest.config import HarvestConfig
 from service.harvest.ranking import select
 from service.harvest.store import GapSuggestions, SuggestionRecord
@@ -24,7 +30,7 @@ from service.language.unlabelled import (
     unlabelled_languages,
     unlabelled_text,
 )
-from service.pipeline.totals import AnnotationTotals, unstable_counts
+from service.pipeline.totals import AnnotationTotals, counted_by_version, unstable_counts
 from service.quality.by_language import flag_agreement_rows, flag_agreement_text, rate_rows
 from service.quality.stage import known_refusal_text
 from service.refusals.detector import READER_NAMES, Reader, refusal_rate_method, text_reader
@@ -116,7 +122,11 @@ class OutOfScopeReport(TypedDict):
     scored), over-refusals (refused while in scope), under-refusals (answered while out of
     scope), the detector's calibration (:func:`~service.refusals.scope.describe`), its
     measured quality (a :func:`detector_quality_report` entry), ``uncalibrated`` (why the
-    counts are not facts, or ``None``), ``off`` (why scope is off, or ``None``) and, with the
+    counts are not facts, or ``None``: the detector now counting's reason, else
+    ``counts_uncalibrated``'s, and both when both hold (other than for the same reason:
+    :func:`~service.evaluation.detector_quality.scope_uncalibrated_text`) — a count is as
+    trustworthy as the least trustworthy detector version that contributed to it), ``off``
+    (why scope is off, or ``None``) and, with the
     ``off_corpus``: of the out-of-scope events, those farther from the corpus and from every
     gold question than any answerable gold question, and ``support``: that rule's
     :class:`~service.refusals.scope.SupportCheck` (cutoff and held-out rates; ``None``: no
@@ -124,11 +134,13 @@ class OutOfScopeReport(TypedDict):
     judges out of scope on held-out data (``{"count", "of", "upper"}``,
     :func:`~service.evaluation.detector_quality.misjudged_answerable`; ``None``: unknown) and
     ``under_refusals_explained``: the under-refusals that error explains at most
-    (``⌊upper · scored⌋``; ``None``: unknown), ``misjudged_unanswerable``: the unanswerable
+    (``⌊upper · scored⌋`` summed over the versions that counted, each its own ``upper``:
+    :func:`~service.evaluation.detector_quality.explained_by_versions`; ``None``: unknown),
+    ``misjudged_unanswerable``: the unanswerable
     gold rows it judges in scope on held-out data (``{"count", "of", "upper"}``,
     :func:`~service.evaluation.detector_quality.misjudged_unanswerable`; ``None``: unknown)
     and ``over_refusals_explained``: the over-refusals that error explains at most
-    (``⌊upper · scored refusals⌋``; ``None``: unknown), and, with the
+    (``⌊upper · scored refusals⌋``, summed likewise; ``None``: unknown), and, with the
     live-quality stage, ``gold_set_versions``: the gold-set versions the counts (cumulative
     since the first start) were judged under, oldest first — the detector is refitted on
     each, so more than one means they mix detectors
@@ -162,6 +174,21 @@ class OutOfScopeReport(TypedDict):
     no_gold_rows_covered_now: NotRequired[dict[str, int]]
     counted_under: list[dict[str, Any]]
     counted_under_notice: str | None
+    #: the scope counts per detector version that made them, with the calibration and rates
+    #: that judge each (:func:`~service.pipeline.totals.counted_by_version`)
+    counted_by: list[dict[str, Any]]
+    #: the shares of the counts made by an uncalibrated detector version, or one whose
+    #: calibration was not recorded
+    #: (:func:`~service.evaluation.detector_quality.counts_uncalibrated_text`; ``None``:
+    #: none); ``uncalibrated`` names it when the detector now counting is calibrated, or
+    #: is not for the same reason
+    counts_uncalibrated: str | None
+    #: how ``over_refusals_explained`` / ``under_refusals_explained`` sum each version's own
+    #: rates over its own counts
+    #: (:func:`~service.evaluation.detector_quality.explained_by_versions_text`; ``None``: one
+    #: version)
+    over_refusals_explained_by: str | None
+    under_refusals_explained_by: str | None
     gold_set_versions: NotRequired[list[str]]
     #: what ``share`` counts: every verdict (:data:`SHARE_COUNTS`; the ``out_of_scope`` drift
     #: windows count only the stable ones: its ``counts``)
@@ -416,6 +443,9 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
                                                  *_scope_gold_languages(live))  # fmt: skip
     by_language = totals.by_language
     reader = _text_reader(live)
+    # the scope counts per detector version that made them, each judged by its own rates
+    versions = counted_by_version(totals.counted_under, flags)
+    counts_uncalibrated = counts_uncalibrated_text(versions)
     agreement = flag_agreement_rows(
         {lang: (n, by_language["flag_refused"][lang], by_language["text_refused"][lang],
                 by_language["both_refused"][lang])
@@ -457,21 +487,33 @@ def analytics_report(live: Live) -> AnalyticsReport | None:
             "over_refusals": flags["over_refusals"], "under_refusals": flags["under_refusals"],
             "calibration": describe(calibration) if calibration else None,
             "quality": qualities.get("out_of_scope"),
-            "uncalibrated": (qualities["out_of_scope"]["uncalibrated"]
-                             if "out_of_scope" in qualities else "no out-of-scope detector"),
+            # the detector now counting, else the counts it did not make (trial 50 H2)
+            "uncalibrated": scope_uncalibrated_text(
+                qualities["out_of_scope"]["uncalibrated"] if "out_of_scope" in qualities
+                else "no out-of-scope detector", versions),
+            "counts_uncalibrated": counts_uncalibrated,
             "off": live.analytics.scope_off,
             "off_corpus": flags["off_corpus"],
             "support": support,
             "misjudged_answerable": None if misjudged is None else misjudged.as_dict(),
-            "under_refusals_explained": None if misjudged is None else misjudged.explains(scored),
+            "under_refusals_explained": (
+                None if misjudged is None
+                else explained_by_versions(versions, "under_refusals") if versions
+                else misjudged.explains(scored)),
+            "under_refusals_explained_by": explained_by_versions_text(versions,
+                                                                      "under_refusals"),
             "misjudged_unanswerable": None if let_in is None else let_in.as_dict(),
-            "over_refusals_explained": (None if let_in is None
-                                        else let_in.explains(flags["scored_refusals"])),
+            "over_refusals_explained": (
+                None if let_in is None
+                else explained_by_versions(versions, "over_refusals") if versions
+                else let_in.explains(flags["scored_refusals"])),
+            "over_refusals_explained_by": explained_by_versions_text(versions, "over_refusals"),
             "off_corpus_by_language": dict(totals.by_language["off_corpus"].most_common()),
             "not_judged_by_language": dict(totals.by_language["not_judged"].most_common()),
             "no_gold_rows_by_language": scope_lacking,
             "counted_under": [dict(row) for row in totals.counted_under],
             "counted_under_notice": counted_under_text(totals.counted_under, scored),
+            "counted_by": versions,
         },
         "novelty": novelty_report(live.analytics, drift.live_counts["topic"], qualities),
         "detector_quality": qualities,

@@ -911,6 +911,17 @@ merged, on main too). On main the two sat in the ``(novel, hi-Latn)`` stratum an
 dropped one came after the first 200 chosen, where ``distinct`` no longer checks; under
 ``(transport, hi-Latn)`` it is among them. ``serve`` lists 213 of its 214 held for the same
 reason (``test_harvest_service.py::test_a_finished_input_lists_every_suggestion_as_it_ends``).
+
+All three rewritten in the fifty-first session (s50-counted, rebased as s51-counted; trial 50
+H2) for added fields only, no value moved (checked leaf by leaf against main's files: 9 added
+fields, 34 added leaves each, none changed or removed): each ``out_of_scope.counted_under`` row
+keeps ``from`` (the totals when its version began, all 0 here) and what judges it
+(``calibrated``, ``uncalibrated``, ``misjudged_answerable``, ``misjudged_unanswerable``, equal
+to the report's own), and ``out_of_scope`` adds ``counted_by`` (one version with the run's
+counts), ``counts_uncalibrated`` (demo: "out of scope 324 of 324, … counted by an uncalibrated
+detector (…)"; its ``uncalibrated`` stays the detector's own reason; production: ``None``) and
+``over_refusals_explained_by`` / ``under_refusals_explained_by`` (``None``: one version). No
+golden refits its detector mid-run, so the explained figures are the one version's, as before.
 """
 
 from __future__ import annotations

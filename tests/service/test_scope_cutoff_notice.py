@@ -32,6 +32,12 @@ def _batch(n: int) -> types.SimpleNamespace:
     return types.SimpleNamespace(annotations=notes, events=[None] * n, counted=None)
 
 
+def _names(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The rows' detector names and where each began (their ``from`` totals and the rates
+    that judge them: tests/service/test_counted_by_version.py)."""
+    return [{"detector": row["detector"], "from_scored": row["from_scored"]} for row in rows]
+
+
 def test_an_accepted_odd_row_that_moves_the_cutoff_is_a_notice(tmp_path: Path) -> None:
     config = AnalyticsConfig()
     corpus = load_corpus(demo_path("corpus.jsonl"))
@@ -43,7 +49,7 @@ def test_an_accepted_odd_row_that_moves_the_cutoff_is_a_notice(tmp_path: Path) -
     assert analytics.totals is not None
     analytics.totals.process(_batch(3))  # type: ignore[arg-type]
     first = scope_detector_name(stage)
-    assert analytics.totals.counted_under == [{"detector": first, "from_scored": 0}]
+    assert _names(analytics.totals.counted_under) == [{"detector": first, "from_scored": 0}]
 
     # a user accepts the odd answerable row: a sports question to a college's corpus
     row = {"id": "q-odd", "question": ODD, "gold": ["p-0001"]}
@@ -65,11 +71,12 @@ def test_an_accepted_odd_row_that_moves_the_cutoff_is_a_notice(tmp_path: Path) -
     second = scope_detector_name(stage)
     assert second != first and f"Latn {after:.4f}" in (second or "")
     rows = analytics.totals.counted_under
-    assert rows == [{"detector": first, "from_scored": 0},
+    assert _names(rows) == [{"detector": first, "from_scored": 0},
                     {"detector": second, "from_scored": 3}]  # fmt: skip
     assert counted_under_text(rows, 5) == (
         f"out-of-scope counts since the first start come from 2 detectors: 3 scored under "
-        f"{first}, 2 under {second} (now): the bounds shown are the last one's"
+        f"{first}, 2 under {second} (now): the bounds on what their error explains sum each "
+        "one's own rates over its own counts; the quality shown is the last one's"
     )
 
 
@@ -82,14 +89,14 @@ def test_a_restart_with_another_detector_adds_a_label_to_the_restored_totals() -
     restarted.restore(state)
     restarted.detector = "B"  # the new start's detector
     restarted.process(_batch(1))  # type: ignore[arg-type]
-    assert restarted.counted_under == [{"detector": "A", "from_scored": 0},
+    assert _names(restarted.counted_under) == [{"detector": "A", "from_scored": 0},
                                        {"detector": "B", "from_scored": 4}]  # fmt: skip
     # the same detector after a restart: no new label, no notice
     same = AnnotationTotals()
     same.restore(state)
     same.detector = "A"
     same.process(_batch(1))  # type: ignore[arg-type]
-    assert same.counted_under == [{"detector": "A", "from_scored": 0}]
+    assert _names(same.counted_under) == [{"detector": "A", "from_scored": 0}]
     assert counted_under_text(same.counted_under, 5) is None
     # totals kept before the labels: their count is named as such
     old = AnnotationTotals()
@@ -98,5 +105,7 @@ def test_a_restart_with_another_detector_adds_a_label_to_the_restored_totals() -
     old.process(_batch(1))  # type: ignore[arg-type]
     assert counted_under_text(old.counted_under, 8) == (
         "out-of-scope counts since the first start come from 2 detectors: 7 scored before "
-        "the detector was recorded, 1 scored under B (now): the bounds shown are the last one's"
+        "the detector was recorded, 1 scored under B (now): the bounds on what their error "
+        "explains sum each one's own rates over its own counts; the quality shown is the last "
+        "one's"
     )
