@@ -1829,8 +1829,8 @@ def counted_before_text(restarted: Mapping[str, Any] | None) -> str:
     share beside it is history, not this traffic's (session 51: "novel 6 %" listed under a
     line saying no question is labelled novel).
 
-    >>> counted_before_text({"after_events": 700, "timestamp": 1763303760.0})
-    'counted before 2025-11-16 14:36 UTC, in the first 700 events; none since'
+    >>> counted_before_text({"after_events": 700, "timestamp": 1794839760.0})
+    'counted before 2026-11-16 14:36 UTC, in the first 700 events; none since'
     >>> counted_before_text(None)
     'counted before the novelty detector turned uncalibrated; none since'
     """

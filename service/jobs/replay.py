@@ -543,8 +543,11 @@ def render_text(doc: ReplayReport) -> str:
     kappa_why = (analytics.get("topic_quality") or {}).get("uncalibrated")
     if nearest and novelty.get("uncalibrated"):
         # the detector labels nothing now: a novel count is the lifetime totals' history (a
-        # state counted while it labelled), not a share of this traffic
-        caveat[NOVEL] = f" ({counted_before_text(topic_drift.get('windows_restarted'))})"
+        # state counted while it labelled), not a share of this traffic; the share is of
+        # every question counted so far, not of those counted before
+        novel_n, all_n = analytics["topics"].get(NOVEL, 0), sum(analytics["topics"].values())
+        before = counted_before_text(topic_drift.get("windows_restarted"))
+        caveat[NOVEL] = f" ({novel_n} of all {all_n} questions so far, {before})"
     elif novelty.get("uncalibrated"):
         on = measured_on_text(novelty.get("quality"))
         caveat[NOVEL] = (f" (UNCALIBRATED, not facts: {novelty['uncalibrated']}"

@@ -1010,28 +1010,61 @@ def known_miss_alarm_text(known_miss: Mapping[str, Any] | None) -> str | None:
     return "the known_miss drift alarm is open" + (f" ({'; '.join(moves)})" if moves else "")
 
 
-def detectable_drop(run: Mapping[str, Any], measure: str) -> float | None:
-    """The smallest drop of a sustained run's mean per-question ``measure`` that its paired
-    t-test would call beyond noise at the run's own spread and number of questions: the
-    standard error read back from its p-value (``se = |d̄| / t``, ``t`` the two-sided
-    quantile of ``p`` at ``questions − 1`` degrees of freedom, Student 1908), times the
-    quantile of its Bonferroni level (``threshold``). No statistic changes: this restates
-    what the test can tell at this n. ``None`` when there is nothing to restate (no drop,
-    ``p`` 0 or 1, fewer than 2 questions).
+def detectable_drop(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The smallest drop of a sustained run's hit rate its paired t-test would call beyond
+    noise at the run's number of questions ``n``: the smallest ``k`` such that ``k`` of the
+    ``n`` questions turning from hit to miss, the rest unchanged (per-question differences
+    ``k`` × −1 and ``n − k`` × 0), gives ``p < threshold`` (its Bonferroni level) by the
+    run's own test (:func:`_paired_many`: Student 1908, ``t = √(k (n − 1) / (n − k))``).
+    With 0/1 hit rates the differences' spread grows with the drop, so the run's own
+    standard error held fixed would understate it. ``k`` goes up to the questions that
+    could turn, ``hits`` (``⌊before rate × n⌋``); when none of those is called, this test
+    can call no drop at this ``n``. No statistic changes: this restates what the test can
+    tell.
 
-    >>> round(detectable_drop({"questions": 33, "question_hit_rate": 0.7576,
-    ...     "before_question_hit_rate": 1.0, "p_value": 0.0031, "threshold": 0.05 / 56},
-    ...     "hit_rate"), 3)
-    0.278
+    Returns ``{"questions": n, "hits": …, "flipped": k | None, "drop": k / n | None, "p":
+    the p of ``k`` (of ``hits`` when none is called), "threshold"}``; ``None`` under 2
+    questions or no hit before.
+
+    >>> found = detectable_drop({"questions": 33, "before_question_hit_rate": 1.0,
+    ...                          "threshold": 0.05 / 56})
+    >>> found["flipped"], round(found["drop"], 3), round(found["p"], 5)
+    (10, 0.303, 0.00074)
+    >>> none = detectable_drop({"questions": 10, "before_question_hit_rate": 0.7,
+    ...                         "threshold": 0.05 / 300})
+    >>> none["flipped"], none["hits"], round(none["p"], 4)
+    (None, 7, 0.0013)
     """
-    from scipy import stats  # here: importing scipy.stats costs ~0.5 s of start-up
-
-    drop = run[f"before_question_{measure}"] - run[f"question_{measure}"]
-    p, n = run.get("p_value"), int(run.get("questions", 0))
-    if p is None or not 0.0 < p < 1.0 or n < 2 or drop <= 0:
+    n = int(run.get("questions", 0))
+    hits = min(n, math.floor(float(run.get("before_question_hit_rate") or 0.0) * n + 1e-9))
+    if n < 2 or hits < 1:
         return None
-    t = float(stats.t.isf(p / 2.0, n - 1))
-    return float(drop / t * stats.t.isf(run["threshold"] / 2.0, n - 1))
+    flipped = np.arange(hits)[:, None] >= np.arange(n)[None, :]  # row r: r + 1 questions
+    _, _, p = _paired_many(np.where(flipped, -1.0, 0.0), np.ones((hits, n), dtype=bool))
+    called = np.flatnonzero(p < run["threshold"])
+    k = int(called[0]) + 1 if len(called) else None
+    return {"questions": n, "hits": hits, "flipped": k, "drop": k / n if k else None,
+            "p": float(p[k - 1] if k else p[-1]), "threshold": run["threshold"]}  # fmt: skip
+
+
+def _can_tell(run: Mapping[str, Any]) -> str:
+    """What the sustained paired test can call at the run's ``n`` (:func:`detectable_drop`),
+    beside the drop seen; ``""`` when there is nothing to restate."""
+    found = detectable_drop(run)
+    if found is None:
+        return ""
+    seen = run["before_question_hit_rate"] - run["question_hit_rate"]
+    level = f"{run['threshold'] * run['tests']:g}/{run['tests']}"
+    n = found["questions"]
+    if found["flipped"] is None:
+        return (f"; at {n} questions the sustained paired test cannot call any drop beyond "
+                f"noise: even all {found['hits']} questions that hit before it turning to "
+                f"misses would give p {found['p']:.2g} >= {level} (the drop seen is "
+                f"{seen:.3f})")  # fmt: skip
+    return (f"; at {n} questions the sustained paired test calls a drop beyond noise from "
+            f"{found['flipped']} of them turning from hit to miss, the rest unchanged (a drop "
+            f"of {found['drop']:.3f}: p {found['p']:.2g} < {level}); the drop seen is "
+            f"{seen:.3f}")  # fmt: skip
 
 
 def _not_a_finding(track: Mapping[str, Any], alarm: str | None) -> str:
@@ -1042,11 +1075,7 @@ def _not_a_finding(track: Mapping[str, Any], alarm: str | None) -> str:
     run, worst = track.get("sustained") or {}, track.get("worst") or {}
     if alarm is None or run.get("beyond_noise") or worst.get("beyond_noise"):
         return ""
-    can = ""
-    if run.get("found") and (drop := detectable_drop(run, "hit_rate")) is not None:
-        can = (f"; at the sustained run's spread over its {run['questions']} questions this "
-               f"test calls a drop beyond noise from about {drop:.3f}, the drop seen is "
-               f"{run['before_question_hit_rate'] - run['question_hit_rate']:.3f}")  # fmt: skip
+    can = _can_tell(run) if run.get("found") else ""
     return f'. Within noise here is not "no drop": {alarm}{can}'
 
 
@@ -1058,7 +1087,7 @@ def known_line(report: Mapping[str, Any] | None, k: object,
     not tested); ``None`` without a scored known question. ``known_miss``: the drift
     report's ``known_miss`` dimension; while it alarms and no verdict here is beyond noise,
     the line says that within noise is no finding of no drop, names the alarm and the drop
-    the sustained test can tell at its n (:func:`detectable_drop`)."""
+    the sustained test can call at its n (:func:`detectable_drop`)."""
     track = (report or {}).get("known")
     if not track:
         return None

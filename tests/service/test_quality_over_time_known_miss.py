@@ -10,6 +10,7 @@ over 56 runs; known_miss vs baseline 0 of 55 against 9 of 44).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -45,17 +46,36 @@ def _report(run: dict[str, Any], worst: dict[str, Any]) -> dict[str, Any]:
     }}  # fmt: skip
 
 
-def test_the_detectable_drop_is_the_drop_whose_p_is_the_bonferroni_level() -> None:
-    drop = detectable_drop(RUN, "hit_rate")
-    assert drop is not None
-    # by hand: t of p 0.0031 at 32 df is 3.1996, so se = (1 - 25/33) / 3.1996 = 0.07577;
-    # the two-sided quantile of 0.05/56 at 32 df is 3.6632: 3.6632 * 0.07577 = 0.2775
-    assert drop == pytest.approx(0.2775, abs=5e-4)
-    # its defining property: that drop at the same standard error has p = 0.05/56 exactly
-    se = (1 - 25 / 33) / stats.t.isf(RUN["p_value"] / 2, 32)
-    assert 2 * stats.t.sf(drop / se, 32) == pytest.approx(0.05 / 56, rel=1e-9)
-    assert detectable_drop({**RUN, "question_hit_rate": 1.0}, "hit_rate") is None  # no drop
-    assert detectable_drop({**RUN, "p_value": 0.0}, "hit_rate") is None
+def test_the_detectable_drop_is_the_fewest_questions_turning_from_hit_to_miss_called() -> None:
+    """By hand: k of n questions from hit to miss, the rest unchanged, is a paired t of
+    √(k (n − 1) / (n − k)) at n − 1 df. At n 33, Bonferroni 0.05/56 = 0.000893: k 8, t 3.20,
+    p 0.0031 (the trial's own run); k 9, t √12 = 3.46, p 0.0015; k 10, t √(320/23) = 3.73,
+    p 0.00074, the first below. (Holding the run's spread fixed said 0.278, between 9 and
+    10 of 33: with 0/1 hit rates the spread grows with the drop.)"""
+    found = detectable_drop(RUN)
+    assert found is not None
+    assert (found["flipped"], found["hits"], found["questions"]) == (10, 33, 33)
+    assert found["drop"] == pytest.approx(10 / 33)
+    assert found["p"] == pytest.approx(2 * stats.t.sf(math.sqrt(10 * 32 / 23), 32), rel=1e-9)
+    assert found["p"] == pytest.approx(0.00074, abs=1e-5)
+    # the steps either side, by the library's own paired test
+    for k, p in ((8, 0.0031), (9, 0.0015), (10, 0.00074)):
+        after, before = [0.0] * k + [1.0] * (33 - k), [1.0] * 33
+        assert stats.ttest_rel(after, before).pvalue == pytest.approx(p, abs=5e-5)
+    assert stats.ttest_rel([0.0] * 9 + [1.0] * 24, [1.0] * 33).pvalue >= 0.05 / 56
+    # only the questions that hit before can turn: n 10 at 0.7 before has 7; all 7 turning
+    # is t √(7 · 9 / 3) = √21 = 4.58 at 9 df, p 0.0013 >= 0.05/300: no drop can be called
+    none = detectable_drop({**RUN, "questions": 10, "before_question_hit_rate": 0.7,
+                            "threshold": 0.05 / 300})  # fmt: skip
+    assert none is not None
+    assert (none["flipped"], none["drop"], none["hits"]) == (None, None, 7)
+    assert none["p"] == pytest.approx(2 * stats.t.sf(math.sqrt(21), 9), rel=1e-9)
+    assert none["p"] == pytest.approx(0.0013, abs=5e-5)
+    # every question turning is a constant difference: p 0, called at any level
+    small = detectable_drop({**RUN, "questions": 3, "threshold": 1e-12})
+    assert small is not None and small["flipped"] == 3 and small["p"] == 0.0
+    assert detectable_drop({**RUN, "before_question_hit_rate": 0.0}) is None  # nothing to drop
+    assert detectable_drop({**RUN, "questions": 1}) is None
 
 
 def test_within_noise_beside_an_open_known_miss_alarm_is_not_read_as_no_drop() -> None:
@@ -67,9 +87,10 @@ def test_within_noise_beside_an_open_known_miss_alarm_is_not_read_as_no_drop() -
             "0.05/56") in line  # fmt: skip
     assert (
         'Within noise here is not "no drop": the known_miss drift alarm is open (vs baseline: '
-        "known-miss rate 0.0% of 55 -> 20.5% of 44); at the sustained run's spread over its "
-        "33 questions this test calls a drop beyond noise from about 0.278, the drop seen is "
-        "0.242. Different tests from the known_miss drift alarm"
+        "known-miss rate 0.0% of 55 -> 20.5% of 44); at 33 questions the sustained paired "
+        "test calls a drop beyond noise from 10 of them turning from hit to miss, the rest "
+        "unchanged (a drop of 0.303: p 0.00074 < 0.05/56); the drop seen is 0.242. Different "
+        "tests from the known_miss drift alarm"
     ) in line
     # no alarm: the line as before
     quiet = known_line(_report(RUN, WORST), 10, {**KNOWN_MISS, "state": "ok"})
@@ -79,6 +100,22 @@ def test_within_noise_beside_an_open_known_miss_alarm_is_not_read_as_no_drop() -
     # a verdict beyond noise already says there is a drop: nothing added
     lower = known_line(_report({**RUN, "beyond_noise": True}, WORST), 10, KNOWN_MISS)
     assert lower is not None and "Within noise here" not in lower
+
+
+def test_a_small_run_where_no_drop_can_be_called_says_so() -> None:
+    """The review's case: 10 questions, 0.600 against 0.700, Bonferroni over 300 runs. Holding
+    the run's spread fixed named an impossible drop ("from about 1.706"); only 7 questions hit
+    before it, and all 7 turning gives p 0.0013 >= 0.05/300."""
+    run = {**RUN, "questions": 10, "question_hit_rate": 0.6, "before_question_hit_rate": 0.7,
+           "p_value": 0.7263, "tests": 300, "threshold": 0.05 / 300}  # fmt: skip
+    line = known_line(_report(run, WORST), 10, KNOWN_MISS)
+    assert line is not None
+    assert (
+        "; at 10 questions the sustained paired test cannot call any drop beyond noise: even "
+        "all 7 questions that hit before it turning to misses would give p 0.0013 >= 0.05/300 "
+        "(the drop seen is 0.100). Different tests"
+    ) in line
+    assert "1.706" not in line and "calls a drop" not in line
 
 
 def test_the_alarm_in_words() -> None:

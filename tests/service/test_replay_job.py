@@ -727,8 +727,9 @@ def test_the_novel_caveat_names_novelty_when_the_topics_line_names_the_kappa_gat
     assert "(UNCALIBRATED: above)" not in line
     # the detector labels nothing: a novel count is history (session 51), and novelty's own
     # reason is on the line
-    assert ("novel 29% (counted before the novelty detector turned uncalibrated; none "
-            "since)") in line  # fmt: skip
+    # 20 / 70 = 0.286: 29%, the 20 of all 70 questions counted, not of those counted before
+    assert ("novel 29% (20 of all 70 questions so far, counted before the novelty detector "
+            "turned uncalibrated; none since)") in line  # fmt: skip
     assert f"; no question is labelled novel: {analytics['novelty']['uncalibrated']}" in line
 
 

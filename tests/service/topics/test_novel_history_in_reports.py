@@ -45,7 +45,8 @@ def test_a_novel_share_counted_before_the_detector_turned_uncalibrated_reads_as_
     text = render_text(doc)
     (line,) = [x for x in text.splitlines() if x.startswith("topics (NEAREST")]
     assert "labels no question novel while it is uncalibrated" in line
-    assert f"novel {share} (counted before {when}, in the first 700 events; none since)" in line
+    assert (f"novel {share} ({novel} of all {sum(topics.values())} questions so far, counted "
+            f"before {when}, in the first 700 events; none since)") in line  # fmt: skip
     assert "UNCALIBRATED: above" not in text
     page = render_replay_html(doc)
     assert f"The novel row is history: counted before {when}, in the first 700 events" in page
