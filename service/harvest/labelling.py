@@ -339,10 +339,7 @@ label (or edit the gold-set row)
         how = ("as asked, placeholders included (it holds nothing but contact words around "
                "them: a request about those details)")  # fmt: skip
     elif " ".join(read.split()) == without_placeholders(question):  # no clause removed
-        how = (
-            f"as {read!r} (only the placeholders taken out: the words around one go with it "
-            f"only as a clause of contact words set apart by punctuation or and/or)"
-        )
+        how = f"as {read!r} (only the placeholders taken out; the words around them stay)"
     else:
         how = f"as {read!r} (without the placeholders and the contact clauses around them)"
     return (f"the question written holds placeholders ({', '.join(found)}) of scrubbed "

@@ -90,14 +90,14 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
 
 #: Why an optional field was dropped from a kept event: the decoder's reasons
 #: (consumers.decoding.DROP_REASONS, kept equal by a test), then trace ingest's own
-#: ``not_retrieval_span`` (retrieved documents on a span that is not a retrieval span:
-#: service.traces.mapping.NOT_RETRIEVAL_SPAN); the field label is one of
+#: ``other_span_ignored`` (retrieved documents on a span that is not the trace's retrieval
+#: span, ignored: service.traces.mapping.OTHER_SPAN_IGNORED); the field label is one of
 #: service.events.OPTIONAL_FIELD_PATHS.
 FIELD_DROP_REASONS: tuple[str, ...] = (
     "missing_field",
     "wrong_type",
     "invalid_value",
-    "not_retrieval_span",
+    "other_span_ignored",
 )
 
 BATCH_SIZE_BUCKETS: tuple[float, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 10_000)
@@ -331,7 +331,9 @@ def _event_counters(registry: CollectorRegistry) -> dict[str, Counter]:
         ),
         "event_fields_dropped": counter(
             "event_fields_dropped",
-            "Optional event fields dropped for a wrong type or value (the event was kept).",
+            "Optional event fields dropped (the event was kept): missing, of a wrong type or "
+            "an invalid value, or other_span_ignored (retrieved documents on a trace span that "
+            "is not its retrieval span: ignored).",
             ("field", "reason"),
         ),
     }

@@ -67,10 +67,13 @@ OpenLLMetry ``semconv_ai``):
   ``gen_ai.request.top_k``), ``gen_ai.retrieval.documents`` or
   ``gen_ai.retrieval.query.text``, or with ``gen_ai.request.top_k`` next to
   ``gen_ai.data_source.id`` (``gen_ai.request.top_k`` alone is also an LLM sampling
-  parameter). Documents of either convention on any other span (another kind such as
-  ``CHAIN`` or ``LLM``, an LLM span, another operation name) are ambiguous and not read; the
+  parameter). Explicit retrieval spans (the kind, the operation name, OpenLLMetry's) win:
+  spans recognised only by that evidence are read only when the trace has no explicit one
+  (a kindless root with documents never outranks a RETRIEVER child). Documents of either
+  convention on any span not read (another kind such as ``CHAIN`` or ``LLM``, an LLM span,
+  another operation name, a kindless span beside an explicit retriever) are ignored; the
   event names them in :attr:`TraceEvent.dropped` (``retrieval.results``,
-  ``not_retrieval_span``), never silently.
+  ``other_span_ignored``), never silently.
 
 Attributes are looked up on the root span first, then on the other spans in start order.
 """
@@ -183,8 +186,9 @@ class TraceEvent:
             a JSON object with none of :attr:`TraceMapping.answer_json_keys`, and no other
             answer text), ``("feedback.rating", "wrong_type" | "invalid_value")`` (the
             :attr:`TraceMapping.feedback_attribute` value not a finite number),
-            ``("retrieval.results", "not_retrieval_span")`` (documents on a span that is
-            not a retrieval span: not read; once per event). The engine counts them
+            ``("retrieval.results", "other_span_ignored")`` (documents on a span that is
+            not the trace's retrieval span: ignored, whether or not other results were read;
+            once per event). The engine counts them
             (``fields_dropped``) when the event is kept.
     """
 
@@ -262,13 +266,22 @@ def trace_to_event(
     question = _question(root, llms, mapping)
     if question is None:
         raise TraceMappingError("missing_field", _no_question(spans, llms, root, mapping))
-    retrievers: list[Span] = []
-    stray = False  # documents on a span that is not a retrieval span: not read, counted
+    # explicit retrieval spans win; spans recognised only by their evidence are read only
+    # when the trace has no explicit one; documents on any span not read are counted
+    explicit: list[Span] = []
+    inferred: list[Span] = []
+    other_docs = inferred_docs = False
     for span in ordered:
-        if _is_kind(span, "RETRIEVER") or _is_retrieval(span):
-            retrievers.append(span)
-        elif not stray:
-            stray = _carries_documents(span)
+        role, documents = _retrieval_role(span)
+        if role is _EXPLICIT:
+            explicit.append(span)
+        elif role is _INFERRED:
+            inferred.append(span)
+            inferred_docs = inferred_docs or documents
+        else:
+            other_docs = other_docs or documents
+    retrievers = explicit or inferred
+    stray = other_docs or (bool(explicit) and inferred_docs)
     rerankers = [span for span in ordered if _is_kind(span, "RERANKER")]
     feedback, unread_rating = _feedback(ordered, mapping.feedback_attribute)
     try:
@@ -289,7 +302,7 @@ def trace_to_event(
         raise TraceMappingError("invalid_value", _validation_detail(exc)) from None
     dropped: tuple[tuple[str, str], ...] = () if unread is None else ((RESULTS_FIELD, unread),)
     if stray:
-        dropped += ((RESULTS_FIELD, NOT_RETRIEVAL_SPAN),)
+        dropped += ((RESULTS_FIELD, OTHER_SPAN_IGNORED),)
     if unread_rating is not None:
         dropped += (("feedback.rating", unread_rating),)
     answer = event.answer
@@ -302,16 +315,16 @@ def trace_to_event(
 
 
 def stray_documents_message(built: TraceEvent) -> str | None:
-    """The log line for an event whose trace carried documents on a span that is not a
-    retrieval span (:data:`NOT_RETRIEVAL_SPAN` in :attr:`TraceEvent.dropped`): its trace id,
+    """The log line for an event whose trace carried documents on a span that is not its
+    retrieval span (:data:`OTHER_SPAN_IGNORED` in :attr:`TraceEvent.dropped`): its trace id,
     the rule a retrieval span meets, where it is counted; never content. ``None`` otherwise.
     Both trace ingest paths log it for the first such trace of the process only (every one
     counts in ``fields_dropped``)."""
-    if (RESULTS_FIELD, NOT_RETRIEVAL_SPAN) not in built.dropped:
+    if (RESULTS_FIELD, OTHER_SPAN_IGNORED) not in built.dropped:
         return None
-    return (f"trace {built.trace_id} carries retrieved documents on a span that is not a "
-            f"retrieval span (one needs {RETRIEVAL_SPAN_RULE}); they were not read, and every "
-            f"such trace counts in fields_dropped as '{RESULTS_FIELD}: {NOT_RETRIEVAL_SPAN}' "
+    return (f"trace {built.trace_id} carries retrieved documents on a span that is not its "
+            f"retrieval span (one needs {RETRIEVAL_SPAN_RULE}); they were ignored, and every "
+            f"such trace counts in fields_dropped as '{RESULTS_FIELD}: {OTHER_SPAN_IGNORED}' "
             f"(logged once)")  # fmt: skip
 
 
@@ -405,50 +418,52 @@ _GENAI_RETRIEVAL_KEYS = (
 #: The prefix of OpenInference's flattened documents, ``retrieval.documents.{i}.document.*``
 #: (``spec/semantic_conventions.md``: the documents a RETRIEVER span returned).
 OPENINFERENCE_DOCUMENTS = "retrieval.documents."
-#: The drop reason of ``retrieval.results`` when a span that is not a retrieval span
-#: (:data:`RETRIEVAL_SPAN_RULE`) carries documents: they are not read.
-NOT_RETRIEVAL_SPAN = "not_retrieval_span"
+#: The drop reason of ``retrieval.results`` when documents sit on a span that is not the
+#: trace's retrieval span (:data:`RETRIEVAL_SPAN_RULE`): ignored, whether or not the event
+#: has results from the retrieval span.
+OTHER_SPAN_IGNORED = "other_span_ignored"
 #: How a span is recognised as a retrieval span, for the log line of a trace whose documents
 #: sit on another span.
 RETRIEVAL_SPAN_RULE = (
-    "openinference.span.kind RETRIEVER; or no span kind, no gen_ai.operation.name, not an "
-    "LLM span, and retrieval.documents.*, gen_ai.retrieval.documents, "
-    "gen_ai.retrieval.top_k or gen_ai.retrieval.query.text; or gen_ai.operation.name "
-    "retrieval; or db.vector.query.top_k or db.query.result events"
+    "openinference.span.kind RETRIEVER, gen_ai.operation.name retrieval, "
+    "db.vector.query.top_k or db.query.result events; or, only when the trace has none of "
+    "those, a span with no kind, no gen_ai.operation.name, not an LLM span, and "
+    "retrieval.documents.*, gen_ai.retrieval.documents, gen_ai.retrieval.top_k or "
+    "gen_ai.retrieval.query.text"
 )
 
 
-def _is_retrieval(span: Span) -> bool:
-    """A retrieval span without the OpenInference kind (module docstring, "retriever
-    spans"): the documents attributes of either convention are themselves the evidence."""
+#: :func:`_retrieval_role`: a retrieval span by its kind or operation (OpenInference
+#: ``RETRIEVER``, ``gen_ai.operation.name: retrieval``, an OpenLLMetry vector-DB query span).
+_EXPLICIT = "explicit"
+#: :func:`_retrieval_role`: a kindless span recognised as a retrieval span only by its
+#: evidence (documents, top_k, query text): read only when the trace has no explicit one.
+_INFERRED = "inferred"
+
+
+def _retrieval_role(span: Span) -> tuple[str | None, bool]:
+    """Whether a span is a retrieval span (:data:`_EXPLICIT`, :data:`_INFERRED`, ``None``;
+    module docstring, "retriever spans") and, unless explicit, whether it carries documents
+    of either convention (OpenInference ``retrieval.documents.*``, GenAI
+    ``gen_ai.retrieval.documents`` on the span or an event): one scan of its attribute keys."""
     attrs = span.attributes
-    if _kind(span) == "" and attrs.get("gen_ai.operation.name") == "retrieval":
-        return True
-    if _kind(span) == "" and "gen_ai.operation.name" not in attrs and not _is_llm(span):
-        if any(key in attrs for key in _GENAI_RETRIEVAL_KEYS):
-            return True
-        if any(key.startswith(OPENINFERENCE_DOCUMENTS) for key in attrs):
-            return True
+    kind = _kind(span)
+    if kind == "RETRIEVER" or (kind == "" and attrs.get("gen_ai.operation.name") == "retrieval"):
+        return _EXPLICIT, False
+    if "db.vector.query.top_k" in attrs or any(e.name == "db.query.result" for e in span.events):
+        return _EXPLICIT, False  # OpenLLMetry vector-DB query span
+    documents = (
+        GENAI_DOCUMENTS in attrs
+        or any(key.startswith(OPENINFERENCE_DOCUMENTS) for key in attrs)
+        or any(event.name == GENAI_DOCUMENTS or GENAI_DOCUMENTS in event.attributes
+               for event in span.events)
+    )  # fmt: skip
+    if kind == "" and "gen_ai.operation.name" not in attrs and not _is_llm(span):
+        if documents or any(key in attrs for key in _GENAI_RETRIEVAL_KEYS):
+            return _INFERRED, documents
         if "gen_ai.request.top_k" in attrs and "gen_ai.data_source.id" in attrs:
-            return True
-        if any(event.name == GENAI_DOCUMENTS or GENAI_DOCUMENTS in event.attributes
-               for event in span.events):  # fmt: skip
-            return True
-    if "db.vector.query.top_k" in attrs:  # OpenLLMetry vector-DB query span
-        return True
-    return any(event.name == "db.query.result" for event in span.events)
-
-
-def _carries_documents(span: Span) -> bool:
-    """Whether a span carries retrieved documents in either convention (OpenInference
-    ``retrieval.documents.*``, GenAI ``gen_ai.retrieval.documents`` on the span or an
-    event): on a span that is not a retrieval span they are not read, and the trace's event
-    names that (:data:`NOT_RETRIEVAL_SPAN`)."""
-    attrs = span.attributes
-    if GENAI_DOCUMENTS in attrs or any(key.startswith(OPENINFERENCE_DOCUMENTS) for key in attrs):
-        return True
-    return any(event.name == GENAI_DOCUMENTS or GENAI_DOCUMENTS in event.attributes
-               for event in span.events)  # fmt: skip
+            return _INFERRED, documents
+    return None, documents
 
 
 # --- question and answer ------------------------------------------------------------------

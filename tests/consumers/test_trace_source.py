@@ -288,7 +288,7 @@ def test_documents_off_a_retrieval_span_are_counted_and_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Trial 51 (M1) on the Kafka path: OpenInference documents on a CHAIN span are not read;
-    each such event counts ``retrieval.results: not_retrieval_span`` through the engine, and
+    each such event counts ``retrieval.results: other_span_ignored`` through the engine, and
     the source logs the first such trace only. The same documents on a span without a kind
     are read (a retriever's)."""
     docs = {"retrieval.documents.0.document.id": "p-1",
@@ -314,6 +314,6 @@ def test_documents_off_a_retrieval_span_are_counted_and_logged_once(
     assert (by_id[A], by_id[B]) == (None, None)
     assert by_id[C] == Retrieval(retriever="search", latency_ms=2e-6,
                                  results=({"id": "p-1", "score": 2.0, "rank": 1},))  # fmt: skip
-    assert engine.totals.fields_dropped == {"retrieval.results: not_retrieval_span": 2}
-    lines = [r.getMessage() for r in caplog.records if "not a retrieval span" in r.getMessage()]
+    assert engine.totals.fields_dropped == {"retrieval.results: other_span_ignored": 2}
+    lines = [r.getMessage() for r in caplog.records if "not its retrieval span" in r.getMessage()]
     assert len(lines) == 1 and (A in lines[0]) != (B in lines[0]), lines

@@ -282,10 +282,9 @@ def test_the_accept_warning_says_what_is_read_when_no_clause_is_removed() -> Non
     assert placeholder_warning(unpunctuated) == (
         "the question written holds placeholders (<PHONE>) of scrubbed personal data: it is "
         'kept as asked; topics and out-of-scope read it as "what party is strongest in '
-        "melbourne's affluent areas Call me at\" (only the placeholders taken out: the words "
-        "around one go with it only as a clause of contact words set apart by punctuation or "
-        'and/or); to write another wording, accept with a reworded "question" label (or edit '
-        "the gold-set row)"
+        "melbourne's affluent areas Call me at\" (only the placeholders taken out; the words "
+        'around them stay); to write another wording, accept with a reworded "question" label '
+        "(or edit the gold-set row)"
     )
     punctuated = placeholder_warning("what party is strongest in melbourne's affluent areas? "
                                      "Call me at <PHONE>")  # fmt: skip

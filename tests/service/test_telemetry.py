@@ -44,8 +44,8 @@ def test_reasons_match_the_decoder() -> None:
 
     assert set(REASONS) <= set(DEAD_LETTER_REASONS)
     # the decoder's reasons, then trace ingest's own (documents on a span that is not a
-    # retrieval span: service.traces.mapping.NOT_RETRIEVAL_SPAN)
-    assert FIELD_DROP_REASONS == (*DROP_REASONS, "not_retrieval_span")
+    # retrieval span: service.traces.mapping.OTHER_SPAN_IGNORED)
+    assert FIELD_DROP_REASONS == (*DROP_REASONS, "other_span_ignored")
 
 
 def test_trace_dead_letter_reasons_are_labels_not_other() -> None:

@@ -225,7 +225,7 @@ def test_openinference_documents_without_a_span_kind_are_read_and_stray_ones_cou
     ``openinference.span.kind`` was ignored (no passages, no count, no log) while a kindless
     GenAI documents span was read. Now the documents are the evidence: read as from a
     RETRIEVER. On a span of another kind (CHAIN) or another operation (chat) they stay
-    unread, each such event counts ``retrieval.results: not_retrieval_span``, and one log
+    unread, each such event counts ``retrieval.results: other_span_ignored``, and one log
     line says so."""
     caplog.set_level("WARNING", logger="service.api.trace_ingest")
     provider, tracer = _provider(_exporter(server))
@@ -243,11 +243,11 @@ def test_openinference_documents_without_a_span_kind_are_read_and_stray_ones_cou
     assert (events[chain], events[chat]) == (None, None)
     _wait_until(server, lambda totals: totals["processed"] >= 4)
     status = httpx.get(server.base + "/v1/status").json()
-    assert status["totals"]["fields_dropped"] == {"retrieval.results: not_retrieval_span": 2}
+    assert status["totals"]["fields_dropped"] == {"retrieval.results: other_span_ignored": 2}
     metrics = httpx.get(server.base + "/metrics").text
     assert ('goldwatch_event_fields_dropped_total{field="retrieval.results",'
-            'reason="not_retrieval_span"} 2.0') in metrics  # fmt: skip
-    lines = [r.getMessage() for r in caplog.records if "not a retrieval span" in r.getMessage()]
+            'reason="other_span_ignored"} 2.0') in metrics  # fmt: skip
+    lines = [r.getMessage() for r in caplog.records if "not its retrieval span" in r.getMessage()]
     assert len(lines) == 1, lines  # once, though two traces had stray documents
     assert (chain in lines[0]) != (chat in lines[0])  # the first one handed out, by trace id
     assert "openinference.span.kind RETRIEVER" in lines[0]

@@ -146,17 +146,64 @@ def test_documents_on_a_span_that_is_not_a_retrieval_span_are_counted(
     attrs: dict[str, object],
 ) -> None:
     """Documents on a span of another kind or operation are ambiguous: not read, and the
-    event names them once (``retrieval.results: not_retrieval_span``), never silently."""
+    event names them once (``retrieval.results: other_span_ignored``), never silently."""
     stray = span("tool", "2", "1", 5, 9, **attrs)
     built = trace_to_event([_root(), stray], TraceMapping())
     assert built.event == _event()
-    assert built.dropped == (("retrieval.results", "not_retrieval_span"),)
+    assert built.dropped == (("retrieval.results", "other_span_ignored"),)
     # two such spans, next to a real retriever: its passages read, the stray counted once
     stray = span("tool", "5", "1", 5, 9, **attrs)
     other = span("tool2", "4", "1", 10, 12, **attrs)
     built = trace_to_event([_root(), stray, _retrieval_span(), other], TraceMapping())
     assert built.event == _event(retrieval=EXPECTED_RETRIEVAL)
-    assert built.dropped == (("retrieval.results", "not_retrieval_span"),)
+    assert built.dropped == (("retrieval.results", "other_span_ignored"),)
+
+
+IGNORED = (("retrieval.results", "other_span_ignored"),)
+ROOT_DOCUMENTS = [
+    {"retrieval.documents.0.document.id": "r-1", "retrieval.documents.1.document.id": "r-2"},
+    {"gen_ai.retrieval.documents": json.dumps([{"id": "r-1", "score": 0.5}])},
+]
+
+
+@pytest.mark.parametrize("root_documents", ROOT_DOCUMENTS)
+@pytest.mark.parametrize(
+    "explicit",
+    [{"openinference.span.kind": "RETRIEVER"}, {"gen_ai.operation.name": "retrieval"}],
+)
+def test_an_explicit_retrieval_span_wins_over_a_kindless_root_with_documents(
+    root_documents: dict[str, object], explicit: dict[str, object]
+) -> None:
+    """Review of session 51 (case A, and E for the GenAI convention): a kindless root with
+    documents does not outrank a retrieval child: the child's passages and its 4 ms are
+    read, the root's documents are counted, never silently."""
+    child = span("search kb", "2", "1", 5, 9, **explicit, **OPENINFERENCE_DOCUMENTS)
+    built = trace_to_event([_root(**root_documents), child], TraceMapping())
+    assert (built.event, built.dropped) == (_event(retrieval=EXPECTED_RETRIEVAL), IGNORED)
+    # without the explicit child, the kindless root is the retrieval (whole trace: 100 ms)
+    alone = trace_to_event([_root(**root_documents)], TraceMapping())
+    assert alone.event.retrieval is not None
+    assert (alone.event.retrieval.retriever, alone.event.retrieval.latency_ms) == ("ask", 100.0)
+    assert alone.event.retrieval.results[0].id == "r-1"
+    assert alone.dropped == ()
+
+
+def test_a_kindless_span_with_documents_after_the_retriever_does_not_replace_it() -> None:
+    """Review of session 51 (case B): CHAIN root, RETRIEVER (5-9 ms), then a kindless
+    "filter" span with one of its documents (10-12 ms), then the LLM (20-90 ms): the
+    retriever's passages are read, the filter's counted."""
+    root = _root(**{"openinference.span.kind": "CHAIN"})
+    retriever = span("search kb", "2", "1", 5, 9, **{"openinference.span.kind": "RETRIEVER",
+                                                     **OPENINFERENCE_DOCUMENTS})  # fmt: skip
+    kept = span("filter", "4", "1", 10, 12, **{"retrieval.documents.0.document.id": "d-2"})
+    built = trace_to_event([root, retriever, kept, _llm()], TraceMapping())
+    assert (built.event, built.dropped) == (_event(retrieval=EXPECTED_RETRIEVAL), IGNORED)
+    # without the retriever, the kindless span is read (d-2 alone, no score, 2 ms)
+    built = trace_to_event([root, kept, _llm()], TraceMapping())
+    assert built.event.retrieval == Retrieval(
+        retriever="filter", latency_ms=2.0, results=(RetrievedPassage(id="d-2", rank=1),)
+    )
+    assert built.dropped == ()
 
 
 @pytest.mark.parametrize(
