@@ -100,7 +100,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.data.goldset import row_content, row_version
 from service.pipeline import Batch
@@ -114,6 +114,7 @@ from service.text.subject import subject
 
 __all__ = [
     "LiveQualityStage",
+    "PairedCells",
     "add_paired_tests",
     "coverage_note",
     "known_refusal_text",
@@ -697,10 +698,9 @@ class LiveQualityStage:
 
     def report_and_paired(
         self, shadow: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, dict[str, list[float]]]]:
+    ) -> tuple[dict[str, Any], PairedCells]:
         """:meth:`report` without the paired tests by distinct question, and the paired cells
-        they are computed from (candidate → gold id → the 7 sums of :func:`~service.quality.
-        by_group.paired_by_question`), both taken under the stage's lock: for
+        they are computed from (:class:`PairedCells`), both taken under the stage's lock: for
         :func:`add_paired_tests` after the caller released its own lock
         (``Runtime.quality_report`` holds the pipeline's; the tests' 60,000 resamples per
         candidate take ~0.1 s on 40 questions, ~0.7 s on 400, ~6 s on 2,000)."""
@@ -711,6 +711,8 @@ class LiveQualityStage:
                 if name in known and name != self.production:
                     known[name]["paired"] = _paired_means(_sum_cells(cells.values(), 7))
                     paired_cells[name] = {g: list(cell) for g, cell in cells.items()}
+            contents = {g: self._row_contents[g] for cells in paired_cells.values()
+                        for g in cells if g in self._row_contents}  # fmt: skip
             by_group = self._by_group()
             if shadow is not None:
                 of_known = known.get(self.production, {}).get("n_known", 0)
@@ -759,7 +761,7 @@ class LiveQualityStage:
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
-        return out, paired_cells
+        return out, PairedCells(paired_cells, contents)
 
     def _by_group(self) -> dict[str, Any]:
         """Production's known-question figures per gold-row ``kind`` and ``topic`` (and
@@ -1385,17 +1387,30 @@ def _acl_rows(counts: Mapping[tuple[str, str, str], int], kind: str) -> list[dic
     ]
 
 
-def add_paired_tests(
-    report: dict[str, Any],
-    paired: Mapping[str, Mapping[str, Sequence[float]]],
-    k: int,
-    production: str,
-) -> None:
+class PairedCells(NamedTuple):
+    """The paired cells of :meth:`LiveQualityStage.report_and_paired`, for
+    :func:`add_paired_tests`.
+
+    Attributes:
+        cells: candidate → gold id → the 7 sums of
+            :func:`~service.quality.by_group.paired_by_question`.
+        contents: gold id → the row's content without its id
+            (:func:`~service.data.goldset.row_content`) for every id in ``cells``, taken with
+            them: the tests resample the questions in content order, so their figures do not
+            move with a renumbering or reordering of the gold set.
+    """
+
+    cells: dict[str, dict[str, list[float]]]
+    contents: dict[str, str]
+
+
+def add_paired_tests(report: dict[str, Any], paired: PairedCells, k: int, production: str) -> None:
     """Set each candidate's ``known[candidate]["paired"]["by_question"]`` in ``report`` (of
     :meth:`LiveQualityStage.report_and_paired`) to the paired tests by distinct question on
-    its ``paired`` cells (:func:`~service.quality.by_group.paired_by_question`; ``None``
-    without a question both were scored on): the seconds of resampling, out of any lock."""
-    for name, cells in paired.items():
+    its ``paired`` cells (:func:`~service.quality.by_group.paired_by_question`, questions in
+    content order; ``None`` without a question both were scored on): the seconds of
+    resampling, out of any lock."""
+    for name, cells in paired.cells.items():
         report["known"][name]["paired"]["by_question"] = paired_by_question(
-            cells, name, k, production
+            cells, name, k, production, paired.contents
         )
