@@ -58,7 +58,8 @@ gold-set version in its state), the measurements of rows whose content is unchan
 rows dropped; an appended row starts with none. A row renumbered (the same content,
 :func:`~service.data.goldset.row_content`, under another id: a renumbered or reordered file)
 is unchanged: its measurements move to its new id (trial 50, M2), unless rows alike but for
-their ids make the move ambiguous (:func:`_carried_rows`), and the change's ``reason`` says
+their ids make the move ambiguous (:func:`_carried_rows`; a state lists every row alike a
+measured one, so a restore decides as the reload does), and the change's ``reason`` says
 how many moved. A state written before session 51 names its rows' contents by version only
 (with the id), so a restore of it matches rows by id. Each change is recorded in the report's
 ``coverage`` (versions, the last event time before it, rows and events carried over and
@@ -838,6 +839,9 @@ class LiveQualityStage:
         changes and the review rows (JSON-able, ``version`` 2)."""
         with self._lock:
             measured = set(self._first_seen).union(self._refusals, *self._known.values())
+            listed = measured.union(self._rejected)
+            alike = {self._row_contents[g] for g in listed if g in self._row_contents}
+            listed.update(g for g, content in self._row_contents.items() if content in alike)
             return {
                 "version": _VERSION,
                 "k": self.k,
@@ -868,17 +872,15 @@ class LiveQualityStage:
                 "rejected": {g: dict(counts) for g, counts in self._rejected.items()},
                 # the rows turned down too: a restore onto a changed gold set keeps the
                 # rejections of the rows it left alone, as the same change in process does
+                # (and the rows alike them but for the id, measured or not: a restore
+                # decides which rows moved as the reload does, on every old row of a content)
                 "rows": {
-                    g: self._row_versions[g]
-                    for g in sorted(measured.union(self._rejected))
-                    if g in self._row_versions
+                    g: self._row_versions[g] for g in sorted(listed) if g in self._row_versions
                 },  # fmt: skip
                 # and their contents without the id: a restore onto a renumbered gold set
                 # finds each under its new id (kept from session 51 on)
                 "row_contents": {
-                    g: self._row_contents[g]
-                    for g in sorted(measured.union(self._rejected))
-                    if g in self._row_contents
+                    g: self._row_contents[g] for g in sorted(listed) if g in self._row_contents
                 },  # fmt: skip
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
                 "since": self._since.isoformat() if self._since is not None else None,

@@ -123,6 +123,41 @@ def test_rows_alike_but_for_their_ids_are_not_told_apart() -> None:
     assert (record["kept_rows"], record["dropped_rows"], record["dropped_events"]) == (2, 1, 1)
 
 
+def test_a_restore_treats_rows_alike_but_for_their_ids_as_the_reload_does() -> None:
+    """Review of session 51, NIT 3: two old rows of one content (q-3 and its twin q-5, one
+    of them measured) do not move at a reload, even when the new set holds that content once;
+    the state lists the unmeasured twin's version and content too, so a restore decides the
+    same (before, it listed only the measured row and moved it)."""
+    twin = dataclasses.replace(GOLD.by_id["q-3"], id="q-5")
+    doubled = GoldSet((*GOLD, twin))
+    renumbered = GoldSet(tuple(dataclasses.replace(q, id=f"n-{i}") for i, q in enumerate(doubled)))
+    once = GoldSet(tuple(q for q in renumbered if q.id != "n-4"))  # the content once
+    first = stage_on(doubled)
+    run(first, EVENTS)  # e-3 matches one of q-3 and q-5
+    saved = json.loads(json.dumps(first.state_snapshot()))
+    assert saved["row_contents"].keys() == saved["rows"].keys() == {"q-1", "q-2", "q-3", "q-5"}
+    for new in (renumbered, once):
+        reloaded = stage_on(doubled)
+        run(reloaded, EVENTS)
+        reloaded.index = KnownQuestionIndex(new)
+        restored = stage_on(new)
+        restored.restore(saved)
+        reports = [reloaded.report(), restored.report()]
+        records = [
+            {k: r["coverage"]["changes"][-1][k] for k in ("kept_rows", "dropped_rows",
+                                                        "dropped_events", "reason")}
+            for r in reports
+        ]  # fmt: skip
+        assert records[0] == records[1] == {"kept_rows": 2, "dropped_rows": 1,
+                                            "dropped_events": 1, "reason": "gold set "
+                                            "changed; 2 measured rows renumbered (same "
+                                            "content, new id), kept"}  # fmt: skip
+        assert reports[0]["known"] == reports[1]["known"]
+        assert reports[0]["refusals"] == reports[1]["refusals"] == {
+            "known_answerable": 2, "refused_answerable": 1, "known_unanswerable": 0,
+            "answered_unanswerable": 0}  # fmt: skip
+
+
 def test_a_state_resumed_on_the_renumbered_gold_set_keeps_its_figures() -> None:
     first = stage_on(GOLD)
     run(first, EVENTS)
