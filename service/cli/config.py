@@ -5,8 +5,10 @@ would start from.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -130,6 +132,40 @@ def _build(settings: Settings) -> tuple[Analytics | None, list[str], str | None]
     return (live.analytics if settings.analytics.enabled else None), live.notices, None
 
 
+def _dead_letter_line(settings: Settings) -> str:
+    """The file source's dead-letter file as serve and ``replay --state`` would use it:
+    ``source.dlq_path``, else the file the state's stored position (or run mark) names
+    (:func:`consumers.file_source.state_dead_letters`: a state that read the file before
+    session 51 keeps ``<file>.dlq.jsonl``), else the state's own ``<state.path>.dlq.jsonl``.
+    The state file is read without writing (SQLite ``mode=ro``); one it cannot read so is
+    said, beside the state's own file."""
+    from consumers.file_source import state_dead_letters, state_keys
+
+    source = settings.source
+    if source.dlq_path is not None:
+        return f"dead letters {source.dlq_path} (appended; source.dlq_path)"
+    own = settings.state.dead_letter_path()
+    state_file = Path(settings.state.path)
+    stored: dict[str, object] = {}
+    if state_file.is_file():
+        keys = [key for key in state_keys(str(source.path)) if key is not None]
+        uri = f"{state_file.resolve().as_uri()}?mode=ro"
+        try:
+            with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+                rows = conn.execute(
+                    f"SELECT key, value FROM state WHERE key IN ({','.join('?' * len(keys))})",
+                    keys,
+                ).fetchall()
+            stored = {key: json.loads(value) for key, value in rows}
+        except (sqlite3.Error, ValueError) as exc:
+            return (f"dead letters {own} (appended; one file per state), unless the state "
+                    f"already names one: {state_file} could not be read ({exc})")  # fmt: skip
+    dead = state_dead_letters(str(source.path), stored.get, own)
+    if dead != own:
+        return f"dead letters {dead} (appended; the file the state {state_file} names)"
+    return f"dead letters {dead} (appended; one file per state)"
+
+
 def _check_summary(
     settings: Settings, loaded: dict[str, object], built: Analytics | None = None
 ) -> list[str]:
@@ -167,10 +203,7 @@ def _check_summary(
     source = settings.source
     if source.kind == "file":
         lines.append(f"source file {source.path}")
-        # the state's own file unless configured (a state that read the file before
-        # session 51 keeps <file>.dlq.jsonl: consumers.file_source.state_dead_letters)
-        dead = source.dlq_path or settings.state.dead_letter_path()
-        lines.append(f"dead letters {dead} (appended; one file per state)")
+        lines.append(_dead_letter_line(settings))
     elif source.kind == "kafka" and settings.kafka is not None:
         kafka = settings.kafka
         lines.append(f"source kafka topic {kafka.topic} at {kafka.bootstrap_servers}")

@@ -35,7 +35,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -203,6 +203,20 @@ def row_content(question: GoldQuestion) -> str:
     row = _canonical_row(question)
     del row["id"]
     return content_version([{**row, "gold": dict(sorted(question.qrels_row().items()))}])
+
+
+def content_order(questions: Iterable[GoldQuestion]) -> Callable[[str], str]:
+    """A sort key of a gold id: its row's :func:`row_content` (``""`` for an id not among
+    ``questions``), for the seeded resampling of a paired comparison
+    (:func:`service.evaluation.compare.paired_comparison`'s ``order``), so its interval and
+    p-value do not move with a renumbering or reordering of the gold set.
+
+    >>> key = content_order([GoldQuestion("q-2", "When are fees due?", ("p-1",))])
+    >>> key("q-2") == row_content(GoldQuestion("n-1", "When are fees due?", ("p-1",))), key("x")
+    (True, '')
+    """
+    contents = {q.id: row_content(q) for q in questions}
+    return lambda gold_id: contents.get(gold_id, "")
 
 
 def _canonical_row(question: GoldQuestion) -> dict[str, Any]:

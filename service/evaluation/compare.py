@@ -15,8 +15,9 @@ beyond that it is a Monte-Carlo estimate from ``n_resamples`` flips.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,7 @@ def paired_comparison(
     confidence: float = 0.95,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    order: Callable[[str], Any] | None = None,
 ) -> PairedComparison:
     """Compare per-question scores of two retrievers on ``metric``.
 
@@ -94,6 +96,11 @@ def paired_comparison(
         confidence: level of the bootstrap interval, in (0, 1).
         n_resamples: permutations / bootstrap resamples (≥ 100).
         seed: random seed, so a report is reproducible.
+        order: sort key of a question id: the order the questions are resampled (and the
+            means summed) in, ties by id (``None``: by id). The seeded resamples draw
+            questions by position, so the interval and a Monte-Carlo p-value depend on it: a
+            key naming the question's content (not its id) makes them a function of the
+            questions' content, the same for a renumbered or reordered gold set.
 
     Returns:
         A :class:`PairedComparison`.
@@ -112,6 +119,8 @@ def paired_comparison(
     if n_resamples < 100:
         raise ValueError("n_resamples must be >= 100")
     ids = sorted(set(a) & set(b))
+    if order is not None:
+        ids.sort(key=order)  # stable: ties stay in id order
     if not ids:
         raise ValueError(f"{a_name} and {b_name} share no scored question")
     try:
@@ -223,7 +232,10 @@ def compare_all(
     b_name: str,
     b: Mapping[str, Mapping[str, float]],
     metrics: Sequence[str],
+    order: Callable[[str], Any] | None = None,
     **kwargs: float | int,
 ) -> list[PairedComparison]:
-    """Run :func:`paired_comparison` for every metric in ``metrics``."""
-    return [paired_comparison(a_name, a, b_name, b, m, **kwargs) for m in metrics]  # type: ignore[arg-type]
+    """Run :func:`paired_comparison` for every metric in ``metrics`` (``order``: its sort key
+    of a question id)."""
+    return [paired_comparison(a_name, a, b_name, b, m, order=order, **kwargs)  # type: ignore[arg-type]
+            for m in metrics]  # fmt: skip

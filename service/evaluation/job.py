@@ -18,6 +18,7 @@ from tqdm import tqdm
 from service.data.corpus import Corpus, load_corpus
 from service.data.goldset import (
     GoldSet,
+    content_order,
     corpus_coverage,
     load_gold_set,
     load_trec_gold_set,
@@ -356,7 +357,14 @@ def run_eval(request: EvalRequest, settings: Settings) -> EvalOutcome:
         if missing:
             raise EvalUsageError(f"--compare names unknown retriever(s): {', '.join(missing)}")
         comparisons = tuple(
-            compare_all(a, by_name[a].per_query, b, by_name[b].per_query, by_name[a].measures)
+            compare_all(
+                a,
+                by_name[a].per_query,
+                b,
+                by_name[b].per_query,
+                by_name[a].measures,
+                order=content_order(questions),
+            )
         )
     warnings += [warning for r in reports if (warning := r.order_warning())]
     answer_report = None

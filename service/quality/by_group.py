@@ -147,7 +147,11 @@ def group_lines(rows: Sequence[Mapping[str, Any]], field: str, k: Any, min_n: in
 
 
 def paired_by_question(
-    cells: Mapping[str, Sequence[float]], candidate: str, k: int, production: str = "production"
+    cells: Mapping[str, Sequence[float]],
+    candidate: str,
+    k: int,
+    production: str = "production",
+    contents: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The paired comparison of production and ``candidate`` by distinct gold question.
 
@@ -156,6 +160,13 @@ def paired_by_question(
             Σhit, Σrr]`` over the events both were scored on (the stage's paired cells).
         candidate, production: the retrievers' labels.
         k: the cutoff the scores were taken at.
+        contents: gold id → the row's content without its id
+            (:func:`service.data.goldset.row_content`). The questions are resampled (and
+            their means summed) in the order of (content, cell), so the interval, a
+            Monte-Carlo p-value and the means' last digits are a function of the gold rows'
+            content and their cells, the same after a renumbering or a reordering of the gold
+            set; ``None`` (or an id missing from it): that id's content counts as ``""``, so
+            without ``contents`` the order is by cell, then id.
 
     Returns:
         ``None`` without a question both were scored on, else ``{"questions": distinct gold
@@ -174,12 +185,18 @@ def paired_by_question(
     cells = {g: cell for g, cell in cells.items() if cell[0] > 0}
     if not cells:
         return None
+    contents = contents or {}
+
+    def order(gold_id: str) -> tuple[str, tuple[float, ...]]:
+        # rows alike in content and cell contribute alike: their relative order is moot
+        return contents.get(gold_id, ""), tuple(float(x) for x in cells[gold_id])
+
     comparisons = []
     for label, j in _PAIRED_METRICS:
         metric = label.format(k=k)
         a = {g: {metric: cell[1 + j] / cell[0]} for g, cell in cells.items()}
         b = {g: {metric: cell[4 + j] / cell[0]} for g, cell in cells.items()}
-        found = paired_comparison(production, a, candidate, b, metric).to_json()
+        found = paired_comparison(production, a, candidate, b, metric, order=order).to_json()
         del found["deltas"]
         comparisons.append(found)
     return {"questions": len(cells), "events": int(sum(cell[0] for cell in cells.values())),

@@ -58,7 +58,8 @@ gold-set version in its state), the measurements of rows whose content is unchan
 rows dropped; an appended row starts with none. A row renumbered (the same content,
 :func:`~service.data.goldset.row_content`, under another id: a renumbered or reordered file)
 is unchanged: its measurements move to its new id (trial 50, M2), unless rows alike but for
-their ids make the move ambiguous (:func:`_carried_rows`), and the change's ``reason`` says
+their ids make the move ambiguous (:func:`_carried_rows`; a state lists every row alike a
+measured one, so a restore decides as the reload does), and the change's ``reason`` says
 how many moved. A state written before session 51 names its rows' contents by version only
 (with the id), so a restore of it matches rows by id. Each change is recorded in the report's
 ``coverage`` (versions, the last event time before it, rows and events carried over and
@@ -100,7 +101,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.data.goldset import row_content, row_version
 from service.pipeline import Batch
@@ -115,6 +116,7 @@ from service.text.subject import subject
 
 __all__ = [
     "LiveQualityStage",
+    "PairedCells",
     "add_paired_tests",
     "coverage_note",
     "known_refusal_text",
@@ -698,10 +700,9 @@ class LiveQualityStage:
 
     def report_and_paired(
         self, shadow: Mapping[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, dict[str, list[float]]]]:
+    ) -> tuple[dict[str, Any], PairedCells]:
         """:meth:`report` without the paired tests by distinct question, and the paired cells
-        they are computed from (candidate → gold id → the 7 sums of :func:`~service.quality.
-        by_group.paired_by_question`), both taken under the stage's lock: for
+        they are computed from (:class:`PairedCells`), both taken under the stage's lock: for
         :func:`add_paired_tests` after the caller released its own lock
         (``Runtime.quality_report`` holds the pipeline's; the tests' 60,000 resamples per
         candidate take ~0.1 s on 40 questions, ~0.7 s on 400, ~6 s on 2,000)."""
@@ -712,6 +713,8 @@ class LiveQualityStage:
                 if name in known and name != self.production:
                     known[name]["paired"] = _paired_means(_sum_cells(cells.values(), 7))
                     paired_cells[name] = {g: list(cell) for g, cell in cells.items()}
+            contents = {g: self._row_contents[g] for cells in paired_cells.values()
+                        for g in cells if g in self._row_contents}  # fmt: skip
             by_group = self._by_group()
             if shadow is not None:
                 of_known = known.get(self.production, {}).get("n_known", 0)
@@ -760,7 +763,7 @@ class LiveQualityStage:
                 },
                 "review": [dict(row) for row in review[: self.max_review]],
             }
-        return out, paired_cells
+        return out, PairedCells(paired_cells, contents)
 
     def _by_group(self) -> dict[str, Any]:
         """Production's known-question figures per gold-row ``kind`` and ``topic`` (and
@@ -844,6 +847,9 @@ class LiveQualityStage:
         changes and the review rows (JSON-able, ``version`` 2)."""
         with self._lock:
             measured = set(self._first_seen).union(self._refusals, *self._known.values())
+            listed = measured.union(self._rejected)
+            alike = {self._row_contents[g] for g in listed if g in self._row_contents}
+            listed.update(g for g, content in self._row_contents.items() if content in alike)
             return {
                 "version": _VERSION,
                 "k": self.k,
@@ -874,17 +880,15 @@ class LiveQualityStage:
                 "rejected": {g: dict(counts) for g, counts in self._rejected.items()},
                 # the rows turned down too: a restore onto a changed gold set keeps the
                 # rejections of the rows it left alone, as the same change in process does
+                # (and the rows alike them but for the id, measured or not: a restore
+                # decides which rows moved as the reload does, on every old row of a content)
                 "rows": {
-                    g: self._row_versions[g]
-                    for g in sorted(measured.union(self._rejected))
-                    if g in self._row_versions
+                    g: self._row_versions[g] for g in sorted(listed) if g in self._row_versions
                 },  # fmt: skip
                 # and their contents without the id: a restore onto a renumbered gold set
                 # finds each under its new id (kept from session 51 on)
                 "row_contents": {
-                    g: self._row_contents[g]
-                    for g in sorted(measured.union(self._rejected))
-                    if g in self._row_contents
+                    g: self._row_contents[g] for g in sorted(listed) if g in self._row_contents
                 },  # fmt: skip
                 "first_seen": {g: t.isoformat() for g, t in self._first_seen.items()},
                 "since": self._since.isoformat() if self._since is not None else None,
@@ -1393,17 +1397,30 @@ def _acl_rows(counts: Mapping[tuple[str, str, str], int], kind: str) -> list[dic
     ]
 
 
-def add_paired_tests(
-    report: dict[str, Any],
-    paired: Mapping[str, Mapping[str, Sequence[float]]],
-    k: int,
-    production: str,
-) -> None:
+class PairedCells(NamedTuple):
+    """The paired cells of :meth:`LiveQualityStage.report_and_paired`, for
+    :func:`add_paired_tests`.
+
+    Attributes:
+        cells: candidate → gold id → the 7 sums of
+            :func:`~service.quality.by_group.paired_by_question`.
+        contents: gold id → the row's content without its id
+            (:func:`~service.data.goldset.row_content`) for every id in ``cells``, taken with
+            them: the tests resample the questions in content order, so their figures do not
+            move with a renumbering or reordering of the gold set.
+    """
+
+    cells: dict[str, dict[str, list[float]]]
+    contents: dict[str, str]
+
+
+def add_paired_tests(report: dict[str, Any], paired: PairedCells, k: int, production: str) -> None:
     """Set each candidate's ``known[candidate]["paired"]["by_question"]`` in ``report`` (of
     :meth:`LiveQualityStage.report_and_paired`) to the paired tests by distinct question on
-    its ``paired`` cells (:func:`~service.quality.by_group.paired_by_question`; ``None``
-    without a question both were scored on): the seconds of resampling, out of any lock."""
-    for name, cells in paired.items():
+    its ``paired`` cells (:func:`~service.quality.by_group.paired_by_question`, questions in
+    content order; ``None`` without a question both were scored on): the seconds of
+    resampling, out of any lock."""
+    for name, cells in paired.cells.items():
         report["known"][name]["paired"]["by_question"] = paired_by_question(
-            cells, name, k, production
+            cells, name, k, production, paired.contents
         )

@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from service.data.goldset import content_order
 from service.evaluation.compare import compare_all
 from service.evaluation.evaluate import RetrieverReport, evaluate_run
 from service.evaluation.history import append_history, history_row
@@ -142,7 +143,7 @@ def run_gold_set(settings: Settings, trigger: str = "on_demand") -> dict[str, An
             if role != "candidate" or name == production:
                 continue
             pairs = compare_all(production, base.per_query, label, reports[name].per_query,
-                                measures)  # fmt: skip
+                                measures, order=content_order(questions))  # fmt: skip
             comparisons[label] = [
                 {k: v for k, v in pair.to_json().items() if k != "deltas"} for pair in pairs
             ]

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 from consumers.file_source import FileSource, state_dead_letters, state_keys
+from service.cli.config import _dead_letter_line
 from service.jobs.replay import run_replay
-from service.settings import load_settings
+from service.settings import Settings, load_settings
 from service.state import StateStore
 
 GOOD = '{{"event_id": "e{n}", "timestamp": "2026-11-20T10:00:{n:02d}Z", "question": "fee {n}?"}}'
@@ -82,6 +83,18 @@ def test_a_state_from_before_keeps_the_logs_file_and_its_letters(tmp_path: Path)
         assert store.get(position_key)["dlq_path"] == str(legacy.absolute())
     finally:
         store.close()
+    # config check prints the file the state names, not <state>.dlq.jsonl (review NIT 1)
+    config = Settings.model_validate({"source": {"kind": "file", "path": str(log)},
+                                      "state": {"path": str(state_path)}})  # fmt: skip
+    assert _dead_letter_line(config) == (
+        f"dead letters {legacy.absolute()} (appended; the file the state {state_path} names)"
+    )
+    fresh = config.model_copy(update={"state": config.state.model_copy(
+        update={"path": tmp_path / "new.sqlite"})})  # fmt: skip
+    assert _dead_letter_line(fresh) == (
+        f"dead letters {tmp_path / 'new.sqlite.dlq.jsonl'} (appended; one file per state)"
+    )
+    assert not (tmp_path / "new.sqlite").exists()  # read, never created
 
 
 def test_state_dead_letters_reads_the_position_then_the_run_mark(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ def test_paired_tests_can_run_after_the_report_is_taken() -> None:
     run(stage, EVENTS)
     stage.observe_candidate(candidate(1, ["p-2", "p-9"]))
     report, paired = stage.report_and_paired()
-    assert "by_question" not in report["known"]["cand"]["paired"] and set(paired) == {"cand"}
+    assert "by_question" not in report["known"]["cand"]["paired"] and set(paired.cells) == {"cand"}
     stage.observe_candidate(candidate(2, ["p-5", "p-6"], role="parent"))  # not in the report
     add_paired_tests(report, paired, stage.k, stage.production)
     tested = report["known"]["cand"]["paired"]
