@@ -413,6 +413,10 @@ class TopicModel:
                 with ``language_centring`` the language centres are the written rows'
                 (``None``: every row was written).
 
+        The fit reads the rows in :func:`canonical_order` (by text, then label, then the
+        accepted flag): the model, its version, quality and agreement are the same for any
+        order of the same rows.
+
         Raises:
             TopicFitError: (a ``ValueError``) fewer than 3 texts, ``labels`` not as long as
                 ``texts``, fewer than 2 distinct labels, more clusters than texts, or a name
@@ -428,6 +432,13 @@ class TopicModel:
         flags = [False] * len(texts) if accepted is None else [bool(a) for a in accepted]
         if len(flags) != len(texts):
             raise TopicFitError(f"{len(flags)} accepted flags for {len(texts)} texts")
+        # the rows in canonical order: the fit (reference sample, cross-validation folds,
+        # novelty quality's sample and bootstrap, float sums, tie-breaks) and the version are
+        # then those of the set of rows, not of their order (trial 50, M1)
+        order = canonical_order(texts, labels, flags)
+        texts, flags = [texts[i] for i in order], [flags[i] for i in order]
+        if labels is not None:
+            labels = [labels[i] for i in order]
         vectors = embedder.embed(embedding_texts(texts))  # (n, d), unit rows
         with _blas().limit(limits=1):  # one thread: 7x faster on a shared, loaded machine
             return cls._fit(texts, vectors, config, labels, embedder, previous, flags)
@@ -698,6 +709,8 @@ class TopicModel:
         * Otherwise (an unsupervised model, or a row without a label — the model was not
           fitted on it, so this is live traffic's assignment): the nearest centroid of this
           model (for the unsupervised fit, the training assignment).
+        * The rows are read in :func:`canonical_order` (by text, then label), so each row's
+          topic (its cross-validation fold) does not depend on the rows' order.
         * A row is :data:`NOVEL` when its leave-one-out novelty similarity (against the other
           gold rows) is below :attr:`threshold` — the calibration that gives live traffic of
           the gold set's own topics about ``novelty_percentile`` % novel questions — only
@@ -710,6 +723,20 @@ class TopicModel:
         texts = list(texts)
         if not texts:
             return []
+        if labels is not None and len(labels) != len(texts):
+            labels = None  # (as before: rows without a label of theirs get the nearest topic)
+        # computed in canonical order (folds, products), returned in the caller's order
+        order = canonical_order(texts, labels)
+        sorted_labels = None if labels is None else [labels[i] for i in order]
+        found = self._gold_assignments([texts[i] for i in order], sorted_labels, novelty)
+        out = [""] * len(texts)
+        for position, topic in zip(order, found, strict=True):
+            out[position] = topic
+        return out
+
+    def _gold_assignments(self, texts: list[str], labels: Sequence[str | None] | None,
+                          novelty: bool) -> list[str]:  # fmt: skip
+        """:meth:`gold_assignments` of rows already in :func:`canonical_order`."""
         vectors = self._embedder.embed(embedding_texts(texts))
         index = {name: i for i, name in enumerate(self.names)}
         keys = None
@@ -1087,6 +1114,24 @@ def canonical_text(text: str) -> str:
     'how do i pay the fee?'
     """
     return " ".join(text.casefold().split())
+
+
+def canonical_order(texts: Sequence[str], labels: Sequence[str | None] | None = None,
+                    accepted: Sequence[bool] | None = None) -> list[int]:
+    """The positions of ``texts`` in canonical order: by text, then label (``None`` as
+    ``""``), then accepted flag, ties (equal rows: same vector, label and flag) by position.
+    The gold set's canonical order (:func:`~service.refusals.scope.gold_order_key`: question
+    text first) restricted to what the topic model reads of a row, so rows the analytics
+    pass in that order keep it (but for rows of equal text), and any other order of the same
+    rows gives the same sequence of rows.
+
+    >>> canonical_order(["b", "a", "a"], ["x", "y", None])
+    [2, 1, 0]
+    """
+    n = len(texts)
+    tags = [""] * n if labels is None else [label or "" for label in labels]
+    flags = [False] * n if accepted is None else list(accepted)
+    return sorted(range(n), key=lambda i: (texts[i], tags[i], flags[i], i))
 
 
 def _text_hash(text: str) -> int:
