@@ -71,7 +71,7 @@ class TopicConfig(BaseModel):
             shown as the model's reading. Default 0.4, the bottom of "moderate" (Landis &
             Koch 1977); measured (docs/topics.md, "A topic model near chance"): real gold sets
             0.49–0.94 (CLINC150, BANKING77, XQuAD en and en+hi, MultiHop-RAG), the demo's
-            0.455, trial 37's en/hi gold set 0.08 (12 of 44 held out, chance 20.9 %). Not
+            0.493, trial 37's en/hi gold set 0.08 (12 of 44 held out, chance 20.9 %). Not
             part of the model's version (a gate on the fitted model, not a fit setting);
             unsupervised topics have no kappa and are never gated.
     """

@@ -75,7 +75,8 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
   (:func:`service.evaluation.detector_quality.measure_auc`).
 * **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
   distribution goes through the same assignment as live traffic — supervised: 5-fold
-  cross-validated nearest-centroid predictions (seeded; labels with < 10 gold rows: the
+  cross-validated nearest-centroid predictions (the rows in :func:`canonical_order`, then
+  seeded; labels with < 10 gold rows: the
   model's own prediction); unsupervised: the nearest centroid;
   novelty: leave-one-out — so traffic drawn from the gold set's topics matches it.
 
@@ -1116,8 +1117,11 @@ def canonical_text(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def canonical_order(texts: Sequence[str], labels: Sequence[str | None] | None = None,
-                    accepted: Sequence[bool] | None = None) -> list[int]:
+def canonical_order(
+    texts: Sequence[str],
+    labels: Sequence[str | None] | None = None,
+    accepted: Sequence[bool] | None = None,
+) -> list[int]:
     """The positions of ``texts`` in canonical order: by text, then label (``None`` as
     ``""``), then accepted flag, ties (equal rows: same vector, label and flag) by position.
     The gold set's canonical order (:func:`~service.refusals.scope.gold_order_key`: question
@@ -1334,7 +1338,8 @@ def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int,
                      languages: Sequence[str] | None = None) -> np.ndarray:  # fmt: skip
     """Nearest-centroid predictions of each row by a model fitted on the other folds, ``(n,)``.
 
-    Rows are shuffled with ``seed`` and cut into ``min(folds, n)`` folds; a class absent from
+    Rows are shuffled with ``seed`` and cut into ``min(folds, n)`` folds (by position: the
+    callers pass the rows in :func:`canonical_order`); a class absent from
     a fold's training rows cannot be predicted in that fold. ``languages`` (one per row):
     the rows are centred per language (:func:`_language_centres`) on each fold's training
     rows, as the fit would centre them."""

@@ -54,7 +54,8 @@ def test_kappa_by_hand_and_as_scikit_learn_has_it() -> None:
 
 
 def test_kappa_says_its_sampling_error_and_whether_the_floor_is_inside_it() -> None:
-    # The demo's gold set (the replay golden's topic_quality): 31 of 59 held out agree,
+    # The demo's gold set as its folds were cut by file position before the fiftieth
+    # session (its topic_quality then): 31 of 59 held out agree,
     # chance 0.12927. By hand, Cohen's (1960) large-sample error: p_o = 31/59 = 0.52542,
     # sigma = sqrt(0.52542 * 0.47458 / 59) / (1 - 0.12927) = 0.06501 / 0.87073 = 0.07466,
     # kappa 0.45497 +- 1.95996 * 0.07466 = 0.14633 -> [0.30864, 0.60130] (a bootstrap of the
