@@ -911,6 +911,22 @@ merged, on main too). On main the two sat in the ``(novel, hi-Latn)`` stratum an
 dropped one came after the first 200 chosen, where ``distinct`` no longer checks; under
 ``(transport, hi-Latn)`` it is among them. ``serve`` lists 213 of its 214 held for the same
 reason (``test_harvest_service.py::test_a_finished_input_lists_every_suggestion_as_it_ends``).
+
+Rewritten in the fiftieth session (trial 50 M1) when the topic model came to read the gold
+rows in canonical order (``service.topics.model.canonical_order``: by text, then label), so
+its cross-validation folds, the novelty AUC's bootstrap and its version are those of the
+set of rows, not the file's order. Production-shaped and 20k: only the novelty AUC's
+bootstrap interval (``analytics.novelty.quality`` and ``detector_quality.novelty``:
+``auc_low`` 0.84158 → 0.84170, ``auc_high`` 0.88883 → 0.88695; the AUC itself, the
+threshold and the rates unchanged). Demo (supervised topics, one fold draw): the novelty
+interval [0.587, 0.773] → [0.572, 0.773] (and its ``uncalibrated`` text); the held-out topic
+agreement 31 → 33 of 59 (kappa 0.455 → 0.493, chance 0.1293 → 0.1304; per topic and per
+language: en 22 → 26 of 45, hi-Latn 6 → 4 of 8); the gold-side topic counts exams 9 → 10,
+fees 9 → 10, hostel 7 → 6, transport 6 → 5, hence the topic-vs-gold-set test (JSD 0.0620 →
+0.0567, p 1.6e-4 → 2.8e-4, its detectable-shift text); with hi-Latn now also under en's
+agreement interval, topic drift is confounded by language in ``hi`` and ``hi-Latn`` (was
+``hi``), its end state ``drift`` → ``uncalibrated`` (tested ``drift``, held by hysteresis)
+and a second ``topic`` vs baseline alarm opens at event 2,078 (the one at 1,450 as before).
 """
 
 from __future__ import annotations
