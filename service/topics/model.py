@@ -76,7 +76,8 @@ L2-normalised rows; Hinglish questions without their romanised Hindi function wo
 * **Like-for-like gold counts** (:meth:`TopicModel.gold_counts`): the gold set's topic
   distribution goes through the same assignment as live traffic — supervised: 5-fold
   cross-validated nearest-centroid predictions (the rows in :func:`canonical_order`, then
-  seeded; labels with < 10 gold rows: the
+  seeded; each row's centroid similarities averaged over :data:`CV_REPEATS` fold draws;
+  labels with < 10 gold rows: the
   model's own prediction); unsupervised: the nearest centroid;
   novelty: leave-one-out — so traffic drawn from the gold set's topics matches it.
 
@@ -514,10 +515,12 @@ class TopicModel:
         if labels is not None:  # held out, every label (even a small one), per language
             held = _cross_validated(vectors, assigned, len(names), config.cv_folds, config.seed,
                                     keys if centres is not None else None)  # fmt: skip
+            repeated = (f" (repeated {CV_REPEATS} times, held-out centroid similarities "
+                        "averaged)" if config.cv_folds < len(texts) else "")  # fmt: skip
             agreement = topic_agreement(
                 [names[i] for i in assigned.tolist()], [names[i] for i in held.tolist()], keys,
-                method=f"{min(config.cv_folds, len(texts))}-fold cross-validated nearest "
-                       f"centroid on {len(texts)} labelled gold questions",
+                method=f"{min(config.cv_folds, len(texts))}-fold cross-validated{repeated} "
+                       f"nearest centroid on {len(texts)} labelled gold questions",
             )  # fmt: skip
         language_topics = _language_topics(keys, [names[i] for i in assigned.tolist()])
         state = {
@@ -700,8 +703,9 @@ class TopicModel:
         """The gold set's topics, one per row, through the same assignment as live traffic.
 
         * Supervised: each row labelled by one of this model's topics gets the
-          nearest-centroid prediction of a model fitted without it
-          (``cv_folds``-fold cross-validation, rows shuffled with the model's seed) — except
+          nearest-centroid prediction of models fitted without it (``cv_folds``-fold
+          cross-validation repeated over :data:`CV_REPEATS` fold draws of the model's seed,
+          the row's centroid similarities averaged: :func:`_cross_validated`) — except
           rows of a label with fewer than ``cv_min_class`` gold rows, which get this model's
           own prediction: holding a row out of a centroid of 1–9 questions moves it so far
           that the held-out prediction no longer resembles what live paraphrases of that
@@ -1368,7 +1372,8 @@ def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int,
     Johnson 2013, *Applied Predictive Modeling* §4.4; Kim 2009, Comput. Stat. Data Anal. 53):
     one draw's prediction of a row near two centroids is a coin of its fold. ``languages``
     (one per row): the rows are centred per language (:func:`_language_centres`) on each
-    fold's training rows, as the fit would centre them.
+    fold's training rows, as the fit would centre them. With ``folds`` ≥ n (leave-one-out)
+    every draw is the same partition: one is drawn.
 
     Raises:
         ValueError: ``repeats`` below 1 or ``seed`` negative (from ``SeedSequence``).
@@ -1376,6 +1381,8 @@ def _cross_validated(vectors: np.ndarray, known: np.ndarray, k: int, folds: int,
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     n = len(vectors)
+    if folds >= n:  # leave-one-out: every draw is the same partition
+        repeats = 1
     total = np.zeros((n, k), dtype=np.float64)  # summed scores of the draws with the class
     draws = np.zeros((n, k), dtype=np.int64)  # how many draws scored the class
     for draw in _fold_seeds(seed, repeats):
