@@ -929,8 +929,9 @@ agreement interval, topic drift is confounded by language in ``hi`` and ``hi-Lat
 and a second ``topic`` vs baseline alarm opens at event 2,078 (the one at 1,450 as before).
 
 Rewritten twice in the fifty-first session (review RM1 of trial 50 M1: the demo's outcome
-rested on 2 of 8 Hinglish rows in one fold draw). Production-shaped and 20k: unchanged (their
-topics are clusters, no cross-validation). Demo, (1) each row's held-out topic is the argmax
+rested on 2 of 8 Hinglish rows in one fold draw). Production-shaped and 20k: unchanged since
+the canonical-order rewrite above (against main: its 4 novelty-interval keys; their topics are
+clusters, no cross-validation). Demo, (1) each row's held-out topic is the argmax
 of its centroid similarities averaged over 20 fold draws (``service.topics.model.CV_REPEATS``),
 70 keys: ``topic_quality`` (agreement 33 → 32 of 59, en 26 → 25 of 45, hi-Latn 4 of 8 as
 before; kappa 0.4932 → 0.4758, chance 0.1304 → 0.1270; ``method`` now says "repeated 20
