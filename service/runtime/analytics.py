@@ -365,7 +365,9 @@ def fit_topic_model(
             need 2), naming the file and what to do.
         ValueError: too few texts to fit (from :meth:`TopicModel.fit`).
     """
-    questions = list(analysis_gold(gold))
+    # the rows as the out-of-scope stage reads them, in canonical order (the model reads its
+    # rows in canonical order whatever it is given: TopicModel.fit)
+    questions = list(scope_gold(gold))
     where = str(gold.path) if gold.path else "the gold set"
     rule = topic_label_rule(questions, use_gold_topics, where)
     if rule.problem is not None:  # a clear start-up error naming the file and the way out
@@ -430,9 +432,10 @@ def _memo_topics(memo: Memo, embedder: Embedder, gold: GoldSet, passages: Sequen
                                 previous=previous)  # fmt: skip
         return model.fitted_state(), model.version
 
-    # everything topic_label_rule reads: the labels, answerability and accepted rows
-    inputs = [[(q.question, q.topic, q.answerable, q.harvest_id is not None)
-               for q in analysis_gold(gold)],
+    # everything topic_label_rule reads: the labels, answerability and accepted rows, as a
+    # sorted list (the fit is one of the set of rows: any order of them is one entry)
+    inputs = [sorted(((q.question, q.topic, q.answerable, q.harvest_id is not None)
+                      for q in analysis_gold(gold)), key=lambda r: (r[0], r[1] or "", r[2:])),
               [p.text for p in passages], config,
               use_gold_topics, embedder.name, previous]  # fmt: skip
     state, version = memo("topic-model", inputs, fit)

@@ -58,7 +58,8 @@ class TopicConfig(BaseModel):
         id_min_similarity: cosine similarity between a refitted centroid and one of a stored
             identity of before content ids (the upgrade) from which the topic keeps that
             old id (Hungarian matching), in [0, 1].
-        cv_folds: folds of the cross-validated gold-row predictions of supervised topics.
+        cv_folds: folds of the cross-validated gold-row predictions of supervised topics
+            (each row's centroid similarities averaged over 20 fold draws).
         cv_min_class: gold rows a label needs for its rows to be counted by cross-validated
             predictions; rows of smaller labels are counted by the fitted model's prediction.
         seed: random state of k-means, the reference sample, the folds and the bootstrap.
@@ -71,7 +72,7 @@ class TopicConfig(BaseModel):
             shown as the model's reading. Default 0.4, the bottom of "moderate" (Landis &
             Koch 1977); measured (docs/topics.md, "A topic model near chance"): real gold sets
             0.49–0.94 (CLINC150, BANKING77, XQuAD en and en+hi, MultiHop-RAG), the demo's
-            0.455, trial 37's en/hi gold set 0.08 (12 of 44 held out, chance 20.9 %). Not
+            0.524, trial 37's en/hi gold set 0.08 (12 of 44 held out, chance 20.9 %). Not
             part of the model's version (a gate on the fitted model, not a fit setting);
             unsupervised topics have no kappa and are never gated.
     """

@@ -210,8 +210,9 @@ def kappa_interval(kappa: float, chance: float, n: int) -> tuple[float, float]:
     [-1, 1]: ``kappa ± 1.96 · σ`` with Cohen's (1960) large-sample standard error
     ``σ = sqrt(p_o (1 − p_o) / n) / (1 − p_e)`` (``p_o = kappa (1 − p_e) + p_e``, the
     observed agreement; ``chance`` = ``p_e`` < 1). On the 30–60 rows of a small gold set
-    σ is ~0.08: the demo's 0.455 on 59 rows is [0.31, 0.60] (a bootstrap of its 59 rows:
-    [0.31, 0.59]), so the floor of 0.4 lies inside it.
+    σ is ~0.08: 0.455 on 59 rows (the demo's before the fiftieth session) is [0.31, 0.60]
+    (a bootstrap of its 59 rows: [0.31, 0.59]), so the floor of 0.4 lies inside it; the
+    demo's 0.524 on 61 rows now (fifty-first session) is [0.38, 0.67].
 
     >>> [round(b, 3) for b in kappa_interval(0.45496535796766746, 0.1292731973570813, 59)]
     [0.309, 0.601]

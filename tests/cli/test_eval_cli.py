@@ -33,9 +33,9 @@ def test_demo_eval_json_schema_history_and_misses(tmp_path: Path) -> None:
     assert doc["k"] == [1, 5, 10]
     assert set(doc["retrievers"]) == {"bm25", "tfidf", "hybrid"}
     bm25 = doc["retrievers"]["bm25"]
-    # the demo gold set: 59 rows, 12 with gold: [] (9 unanswerable + 3 role-restricted)
-    assert doc["gold_set"]["n_questions"] == 59
-    assert (bm25["n_questions"], bm25["n_unanswerable"]) == (47, 12)
+    # the demo gold set: 61 rows, 12 with gold: [] (9 unanswerable + 3 role-restricted)
+    assert doc["gold_set"]["n_questions"] == 61
+    assert (bm25["n_questions"], bm25["n_unanswerable"]) == (49, 12)
     assert set(bm25["by"]) == {"kind", "doc_type", "source", "language", "role", "topic"}
     assert set(bm25["by"]["source"]) == {"real", "written", "generated"}
     assert "unanswerable" not in bm25["by"]["kind"]
@@ -99,12 +99,12 @@ def test_compare_and_answers(tmp_path: Path) -> None:
             in result.stderr)  # fmt: skip
     doc = json.loads(result.stdout)
     recall = next(c for c in doc["comparison"] if c["metric"] == "recall@10")
-    assert recall["wins"] + recall["losses"] + recall["ties"] == recall["n"] == 47
+    assert recall["wins"] + recall["losses"] + recall["ties"] == recall["n"] == 49
     assert 0.0 <= recall["p_value"] <= 1.0
     answers = doc["answers"]
-    # demo/README.md: 42 of 47 answerable answers hold their substrings (5 planted wrong,
+    # demo/README.md: 44 of 49 answerable answers hold their substrings (5 planted wrong,
     # but one of those, q-028, is a refusal without answer_contains miss counted separately)
-    assert answers["n_answers"] == 59
+    assert answers["n_answers"] == 61
     assert answers["unknown"] == ["ghost-1"] and answers["missing"] == []
     # 12 no-gold questions: 8 refused, 4 answered anyway (3 hallucinations + 1 ACL leak)
     assert answers["unanswerable_refusal_rate"] == pytest.approx(8 / 12)
@@ -228,7 +228,7 @@ def test_entrypoint_retriever_from_the_current_folder(tmp_path: Path) -> None:
     args = ["eval", "--demo", "--config", str(config), "--retriever", "mine", "--format", "json"]
     result = run(args, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["retrievers"]["mine"]["n_questions"] == 47
+    assert json.loads(result.stdout)["retrievers"]["mine"]["n_questions"] == 49
 
 
 @pytest.mark.slow

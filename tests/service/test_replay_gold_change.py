@@ -74,7 +74,7 @@ def test_resumed_replay_after_a_gold_change_keeps_unchanged_rows_figures(tmp_pat
     assert after != before
     assert quality["coverage"] == {
         "gold_set_version": after, "since": "2026-11-20T10:00:00+00:00", "rows": 3,
-        "gold_rows": 60,  # the demo's 59 rows and q-900 (rows: those measured)
+        "gold_rows": 62,  # the demo's 61 rows and q-900 (rows: those measured)
         "changes": [{"from": before, "to": after, "reason": "gold set changed",
                      "drops": "changed rows", "at": "2026-11-20T10:02:00+00:00",
                      "after_events": 3, "kept_rows": 2, "kept_events": 2, "dropped_rows": 1,

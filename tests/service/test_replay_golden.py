@@ -922,6 +922,53 @@ counts), ``counts_uncalibrated`` (demo: "out of scope 324 of 324, … counted by
 detector (…)"; its ``uncalibrated`` stays the detector's own reason; production: ``None``) and
 ``over_refusals_explained_by`` / ``under_refusals_explained_by`` (``None``: one version). No
 golden refits its detector mid-run, so the explained figures are the one version's, as before.
+
+Rewritten in the fiftieth session (trial 50 M1) when the topic model came to read the gold
+rows in canonical order (``service.topics.model.canonical_order``: by text, then label), so
+its cross-validation folds, the novelty AUC's bootstrap and its version are those of the
+set of rows, not the file's order. Production-shaped and 20k: only the novelty AUC's
+bootstrap interval (``analytics.novelty.quality`` and ``detector_quality.novelty``:
+``auc_low`` 0.84158 → 0.84170, ``auc_high`` 0.88883 → 0.88695; the AUC itself, the
+threshold and the rates unchanged). Demo (supervised topics, one fold draw): the novelty
+interval [0.587, 0.773] → [0.572, 0.773] (and its ``uncalibrated`` text); the held-out topic
+agreement 31 → 33 of 59 (kappa 0.455 → 0.493, chance 0.1293 → 0.1304; per topic and per
+language: en 22 → 26 of 45, hi-Latn 6 → 4 of 8); the gold-side topic counts exams 9 → 10,
+fees 9 → 10, hostel 7 → 6, transport 6 → 5, hence the topic-vs-gold-set test (JSD 0.0620 →
+0.0567, p 1.6e-4 → 2.8e-4, its detectable-shift text); with hi-Latn now also under en's
+agreement interval, topic drift is confounded by language in ``hi`` and ``hi-Latn`` (was
+``hi``), its end state ``drift`` → ``uncalibrated`` (tested ``drift``, held by hysteresis)
+and a second ``topic`` vs baseline alarm opens at event 2,078 (the one at 1,450 as before).
+
+Rewritten twice in the fifty-first session (review RM1 of trial 50 M1: the demo's outcome
+rested on 2 of 8 Hinglish rows in one fold draw). Production-shaped and 20k: unchanged since
+the canonical-order rewrite above (against main: its 4 novelty-interval keys; their topics are
+clusters, no cross-validation). Demo, (1) each row's held-out topic is the argmax
+of its centroid similarities averaged over 20 fold draws (``service.topics.model.CV_REPEATS``),
+70 keys: ``topic_quality`` (agreement 33 → 32 of 59, en 26 → 25 of 45, hi-Latn 4 of 8 as
+before; kappa 0.4932 → 0.4758, chance 0.1304 → 0.1270; ``method`` now says "repeated 20
+times"; per-topic agreement, ``read_as`` and ``read_as_it``), the gold-side topic counts
+(exams 10 → 9, fees 10 → 9, hostel 6 → 7, transport 5 → 6) hence the topic-vs-gold-set test
+(JSD 0.0567 → 0.0620, p 2.8e-4 → 1.6e-4, its detectable-shift text) and the confounding
+reason's en figure; alarms unchanged (topic still confounded in hi and hi-Latn). (2) The demo
+gold set gains two Hinglish exam rows (``q-060``, ``q-061``; service/demo/README.md), 14,438
+keys: the rows' own figures (language gold counts hi-Latn 8 → 10, language-id agreement 10 of
+10; topic agreement 36 of 61, hi-Latn 6 of 10, kappa 0.5240, chance 0.1389; gold topic counts
+exams 9 → 13, hostel 7 → 6, transport 6 → 5); hi-Latn, now with 10 rows, is measured and
+within en's interval, so topic is confounded only while ``hi`` drifts: the topic end state
+``uncalibrated`` → ``drift``, the vs-baseline topic alarm at 1,450 (held, ``uncalibrated``)
+and the one at 2,078 give way to one alarm at 1,471 (exams rising, hostel falling); the
+moved centroids move live topic counts (exams 630 → 647, fees 602 → 609, hostel 432 → 425,
+transport 200 → 191, ...) and with them ``shadow.candidates.hybrid.by_topic``, the series'
+per-bucket topics and the disagreements' topics; the 61-row fits move both detectors
+(novelty AUC 0.674 → 0.708 [0.596, 0.806], still under 0.75; out-of-scope AUC 0.780 →
+0.764, balanced accuracy 0.499 → 0.511, 49 answerable rows, still uncalibrated) and so the
+out-of-scope counts, families, verdicts by language, drift and support; live quality gets
+known questions ``q-060``/``q-061`` (``quality.known``, ``by_language``, ``by_group``,
+``series``, known-miss and known-refusal windows, ``gold_set_version``); harvesting: 414 →
+404 suggestions, ``coverage_gap`` reasons 213 → 193 (the hi-Latn language gap narrows, its
+gold share 13.6 % → 16.4 %: 204 → 194 suggestions in it), hence every ``suggestions[]`` key
+after the first moved one (ids, counts, pools, variants, priorities) and ``gold_candidates``
+(top, in_gaps, documents: gold total 47 → 49 answerable rows).
 """
 
 from __future__ import annotations
