@@ -551,8 +551,8 @@ def core_form(normalised: str) -> str:
     ('wann ist zahltag', 'wann ist zahltag')
     >>> core_form("hallo wann öffnet die bibliothek vielen dank")
     'wann öffnet die bibliothek'
-    >>> core_form("danke"), core_form("wie sagt man danke auf englisch")
-    ('danke', 'wie sagt man danke auf englisch')
+    >>> core_form("danke"), core_form("wie sagt man danke auf englisch"), core_form("i thank you")
+    ('danke', 'wie sagt man danke auf englisch', 'i thank you')
     """
     tokens = (
         normalised.replace("\u0964", " ").replace("\u0965", " ")
@@ -565,8 +565,8 @@ def core_form(normalised: str) -> str:
 
 def _edges(tokens: list[str]) -> tuple[int, int]:
     """``(start, end)``: ``tokens[start:end]`` are ``tokens`` without an opening of
-    :data:`_PREFACES` and courtesy phrases at the edges (:func:`_tokens`), never empty unless
-    ``tokens`` is."""
+    :data:`_PREFACES` and courtesy phrases at the edges (:func:`_tokens`), or all of them when
+    nothing but function words would be left ("i thank you" is no question "i")."""
     start, end = 0, len(tokens)
     if not end:
         return start, end
@@ -593,6 +593,10 @@ def _edges(tokens: list[str]) -> tuple[int, int]:
             if size:
                 end -= size
                 moved = True
+    if (start or end != len(tokens)) and all(
+        (t if t.isascii() else _fold(t)) in FUNCTION_WORDS for t in tokens[start:end]
+    ):  # "i thank you", "many thanks": courtesy with no question in it stays itself
+        return 0, len(tokens)
     return start, end
 
 
