@@ -1,10 +1,12 @@
 """Trial 51, M2: the same question with a courtesy word ("... was zu tun?" and "... was zu tun?
 Danke.") was suggested twice, and both copies were accepted (gold rows q-004 and q-005, the
 same question and passage, counted twice by eval). The known-question rule, the harvest merge
-and the accept's duplicate check now read one rule (:mod:`service.text.wording`): thanks and
-please in German, Spanish, French, Russian and Hindi are courtesy words, a Devanagari danda
-separates words, and an opening "Quick question:" asks nothing. The questions are the trial's
-(its traffic's reworded events: a courtesy word appended or an opening prefixed).
+and the accept's duplicate check now read one rule (:mod:`service.text.wording`): phrases of
+thanks, please and greetings at a question's start or end ask nothing (inside it they are its
+words), a Devanagari danda separates words, and an opening "Quick question:" asks nothing;
+harvest's trigram gate and the accept's check compare the texts without them. The questions
+are the trial's (its traffic's reworded events: a courtesy word appended or an opening
+prefixed).
 """
 
 from __future__ import annotations
