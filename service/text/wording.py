@@ -604,9 +604,12 @@ def _courtesy_at(tokens: list[str], start: int, end: int, side: int) -> int:
     """The length of the longest courtesy phrase (:data:`_COURTESY_PHRASES`) that
     ``tokens[start:end]`` starts with (``side`` 1) or ends with (``side`` -1) and that leaves
     at least one token, or 0."""
+    phrases = _COURTESY_PHRASES
     for size in range(min(_COURTESY_LONGEST, end - start - 1), 0, -1):
-        piece = tokens[start : start + size] if side > 0 else tokens[end - size : end]
-        if tuple(t if t.isascii() else _fold(t) for t in piece) in _COURTESY_PHRASES:
+        piece = tuple(tokens[start : start + size] if side > 0 else tokens[end - size : end])
+        if piece in phrases or (
+            not "".join(piece).isascii() and tuple(map(_fold, piece)) in phrases
+        ):
             return size
     return 0
 
