@@ -102,7 +102,7 @@ from service.pii.scrub import scrub
 from service.records import PLACEHOLDERS, GoldQuestion
 from service.state import StateError
 from service.text.subject import has_placeholder, subject, without_placeholders
-from service.text.wording import may_merge, wording
+from service.text.wording import core_form, may_merge, wording
 
 __all__ = [
     "STATUSES",
@@ -358,12 +358,13 @@ def duplicated_gold_row(
     gold near-duplicate (:mod:`service.harvest.stage`), on both questions' subjects
     (:func:`service.text.subject.subject`: without placeholders and the contact clauses
     around them) in comparison form — the same text, or character-trigram Jaccard ≥
-    ``similarity`` (``harvest.similarity``) with the same numbers, content words and
-    question word (:func:`service.text.wording.may_merge`), and here the same question words
-    on both sides (harvest's rule compares them only when both have one: "Why do I need a
-    visa for Spain?" is no copy of "Do I need a visa for Spain?", and an accept has no
-    override). Only rows of the same ``role`` (the new row's; ``None``: none) are compared:
-    rows that differ by role are the ACL's own cases
+    ``similarity`` (``harvest.similarity``; of the texts without an opening and edge
+    courtesy, :func:`service.text.wording.core_form`, as harvest's index) with the same
+    numbers, content words and question word (:func:`service.text.wording.may_merge`), and
+    here the same question words on both sides (harvest's rule compares them only when both
+    have one: "Why do I need a visa for Spain?" is no copy of "Do I need a visa for Spain?",
+    and an accept has no override). Only rows of the same ``role`` (the new row's; ``None``:
+    none) are compared: rows that differ by role are the ACL's own cases
     (:func:`service.data.goldset.repeated_questions`). The same text wins, then the highest
     Jaccard, then file order. A row without a string ``id`` and ``question`` is skipped.
 
@@ -380,7 +381,7 @@ def duplicated_gold_row(
     mine = comparison_form(subject(question))
     if not mine:
         return None
-    grams = trigrams(mine)
+    grams = trigrams(core_form(mine))  # the trigram gate reads no opening, no edge courtesy
     asks = wording(mine).asks
     best: tuple[float, str] | None = None
     for row in rows:
@@ -392,7 +393,7 @@ def duplicated_gold_row(
         theirs = comparison_form(subject(text))
         if theirs == mine:
             return gold_id
-        score = jaccard(grams, trigrams(theirs))
+        score = jaccard(grams, trigrams(core_form(theirs)))
         if (score >= similarity and (best is None or score > best[0])
                 and may_merge(mine, theirs) and wording(theirs).asks == asks):  # fmt: skip
             best = (score, gold_id)

@@ -128,10 +128,12 @@ class Probe:
     are checked at match time). ``found``: the keys stored when it was made whose trigram
     Jaccard with it reaches the threshold and that share an LSH band with it (``(key,
     Jaccard)``, in no order; :meth:`NearDupIndex.probes` checks a whole batch at once),
-    ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate)."""
+    ``None``: not checked (:meth:`NearDupIndex.matches` then checks every candidate).
+    ``core``: the text its trigrams are of (the index's ``gate`` of ``text``; ``text`` itself
+    without one)."""
 
-    __slots__ = ("_bands", "_grams", "_values", "_width", "batch", "bitmap", "found", "near",
-                 "partners", "serial", "size", "slot", "text", "vector")  # fmt: skip
+    __slots__ = ("_bands", "_grams", "_values", "_width", "batch", "bitmap", "core", "found",
+                 "near", "partners", "serial", "size", "slot", "text", "vector")  # fmt: skip
 
     def __init__(
         self,
@@ -144,8 +146,10 @@ class Probe:
         near: tuple[tuple[str, float], ...] = (),
         serial: int = 0,
         found: tuple[tuple[str, float], ...] | None = None,
+        core: str | None = None,
     ) -> None:
         self.text, self._bands, self.size, self.bitmap = text, bands, size, bitmap
+        self.core = text if core is None else core
         self._grams, self.vector, self.near = grams, vector, near
         self.serial, self.found = serial, found
         # set by a checked batch: its number, this probe's position in it, and the probes of
@@ -175,9 +179,9 @@ class Probe:
 
     @property
     def grams(self) -> frozenset[bytes]:
-        """The text's character trigrams (:func:`service.harvest.text.trigrams`)."""
+        """The character trigrams of its ``core`` (:func:`service.harvest.text.trigrams`)."""
         if self._grams is None:
-            self._grams = trigrams(self.text)
+            self._grams = trigrams(self.core)
         return self._grams
 
 
@@ -446,6 +450,12 @@ class NearDupIndex:
             :func:`service.text.wording.may_merge` (numbers, content words, question
             word). ``None``: every pair the similarity matches. Called only on those pairs
             (a few per look-up), so it costs next to nothing.
+        gate: ``gate(text)``: the text whose trigrams (MinHash, bounds, Jaccard) stand for a
+            normalised text; the rule, the embedder and the stored text still read the text
+            itself. Harvest's is :func:`service.text.wording.core_form` (without an opening
+            and edge courtesy: "Kurze Frage: Wann ist Zahltag?" has the trigrams of "Wann ist
+            Zahltag?"). ``None``: the text itself. Must return its argument for a text it
+            would not change, and be idempotent (a stored probe's text is gated again).
 
     Raises:
         ValueError: ``threshold`` or ``cosine`` outside (0, 1] or ``num_perm < 2``, or
@@ -460,6 +470,7 @@ class NearDupIndex:
         cosine: float = 0.8,
         parameters: LshParameters | None = None,
         rule: Callable[[str, str, bool], bool] | None = None,
+        gate: Callable[[str], str] | None = None,
     ) -> None:
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
@@ -472,6 +483,7 @@ class NearDupIndex:
         self.embedder = embedder
         self.cosine = cosine
         self.rule = rule
+        self.gate = gate
         if parameters is None:
             parameters = lsh_parameters(threshold, num_perm)
         if parameters.permutations.shape != (2, num_perm):
@@ -496,9 +508,10 @@ class NearDupIndex:
         # entries of freed rows still in the tables
         self._live = np.zeros(0, dtype=bool)
         self._stale = 0
-        # key -> (trigram count, bitmap, normalised text, add number): untracked
-        # by the garbage collector; the trigram set is built again when a check needs it
-        self._grams: dict[str, tuple[int, int, str, int]] = {}
+        # key -> (trigram count, bitmap, normalised text, add number, the text its trigrams
+        # are of: gate(text)): untracked by the garbage collector; the trigram set is built
+        # again when a check needs it
+        self._grams: dict[str, tuple[int, int, str, int, str]] = {}
         # row i is _keys[i]'s (None when free), stored at add number _serials[i], with its
         # trigram count _sizes[i], bitmap _words[i] and vector _matrix[i] (zero when free; no
         # columns without an embedder); rows [0, _size) are in use or free
@@ -539,15 +552,19 @@ class NearDupIndex:
         """:meth:`probes`; ``found`` left ``None`` unless ``check``."""
         if not texts:
             return []
-        hashes, sizes, sets = _text_hashes(texts)
+        gate = self.gate
+        cores = texts if gate is None else [gate(text) for text in texts]
+        hashes, sizes, sets = _text_hashes(cores)
         signed = _signatures(hashes, self.num_perm, self._permutations)
         signed = np.ascontiguousarray(signed[:, : self.bands * self.rows])
         packed = _packed_bitmaps(hashes, sizes)
         bitmaps = _bitmap_ints(packed)
         serial, width = self._serial, 4 * self.rows
         made = [
-            Probe(text, None, size, bit, grams, serial=serial)
-            for text, size, bit, grams in zip(texts, sizes, bitmaps, sets, strict=True)
+            Probe(text, None, size, bit, grams, serial=serial, core=core)
+            for text, core, size, bit, grams in zip(
+                texts, cores, sizes, bitmaps, sets, strict=True
+            )  # fmt: skip
         ]
         for probe, values in zip(made, signed, strict=True):
             probe._values, probe._width = values, width
@@ -595,7 +612,7 @@ class NearDupIndex:
         for i, row in zip(which[keep].tolist(), at[keep].tolist(), strict=True):
             key, probe = cast("str", keys[row]), probes[i]
             size, other_size = probe.size, stored[key][0]
-            shared = len(probe.grams & trigrams(stored[key][2]))
+            shared = len(probe.grams & trigrams(stored[key][4]))
             union_size = size + other_size - shared
             score = shared / union_size if union_size else 0.0  # service.harvest.text.jaccard
             if score >= threshold:
@@ -636,7 +653,7 @@ class NearDupIndex:
                 self._batch_keys[probe.slot] += ((key, self._serial),)
             else:
                 self._clean = False
-        self._grams[key] = (probe.size, bitmap, probe.text, self._serial)
+        self._grams[key] = (probe.size, bitmap, probe.text, self._serial, probe.core)
         self._added[self._store(key, probe.vector, probe.size, bitmap)] = probe.values
 
     def _merge_bands(self) -> None:
@@ -887,7 +904,7 @@ class NearDupIndex:
         size, bits = probe.size, probe.bitmap
         found = []
         for key in keys:
-            other, theirs, text, _ = stored[key]
+            other, theirs, _, _, core = stored[key]
             # Jaccard <= smaller / larger set: a fifth of the LSH candidates fail this
             if (size if size < other else other) < threshold * (size if size > other else other):
                 continue
@@ -897,7 +914,7 @@ class NearDupIndex:
             most = (size + other - (bits ^ theirs).bit_count()) >> 1
             if most <= 0 or most / (size + other - most) < threshold:
                 continue
-            shared = len(probe.grams & trigrams(text))
+            shared = len(probe.grams & trigrams(core))
             union = size + other - shared
             score = shared / union if union else 0.0  # service.harvest.text.jaccard
             if score >= threshold:

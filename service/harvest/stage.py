@@ -140,7 +140,7 @@ from service.records import GoldQuestion
 from service.shadow.runner import ShadowResult, production_ranking
 from service.state import encoded_object
 from service.text.subject import subject
-from service.text.wording import may_merge
+from service.text.wording import core_form, may_merge
 
 if TYPE_CHECKING:
     from service.embeddings.protocol import Embedder
@@ -392,6 +392,7 @@ class HarvestStage:
         index = NearDupIndex(
             config.similarity, config.num_perm, embedder=self._embedder,
             cosine=config.embedding_similarity or 1.0, parameters=self._lsh, rule=may_merge,
+            gate=core_form,
         )  # fmt: skip
         for key, probe in entries:
             index.add(key, probe)

@@ -23,6 +23,7 @@ from service.html.over_time import quality_over_time
 from service.html.page import dated_minute, ids, minute, para, pct, section, table
 from service.quality.by_group import LIVE_VS_GOLD, REPORTED_FIELDS, window_text
 from service.quality.stage import rejected_note
+from service.quality.where import missing_window_text
 
 __all__ = ["quality_section"]
 
@@ -276,6 +277,7 @@ def _missing_rows(block: Mapping[str, Any] | None) -> list[Markup]:
             f"known_miss is in drift: the gold rows that missed in its window, against before it "
             f"(misses / scored asks; {block['window_misses']} misses in "  # type: ignore[index]
             f"{block['window_asks']} asks in the window), most misses first."  # type: ignore[index]
+            + (f" The {window}." if (window := missing_window_text(block)) else "")
         ),
         table(
             ["gold row", "gold documents", "window misses / asks", "before misses / asks"],

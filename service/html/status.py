@@ -30,7 +30,7 @@ from service.html.page import badge, document, esc, num, para, pct, section, tab
 from service.html.replay_page import analytics_sections, notices
 from service.quality.by_group import lowest_group_text
 from service.quality.by_language import flag_agreement_brief, rate_text
-from service.quality.where import missing_rows_text
+from service.quality.where import missing_rows_text, missing_window_text
 from service.refusals.recall import recall_lines
 from service.refusals.scope import windows_count
 from service.shadow.trend import sustained_line
@@ -164,6 +164,7 @@ def moved_section(
     known_miss_open = (((analytics or {}).get("drift") or {}).get("known_miss") or {}).get(
         "state"
     ) == "drift"
+    window = missing_window_text((quality or {}).get("known_miss_rows"))
     if production.get("n_scored"):  # production's retrieval: all time, then the latest window
         rows.append(
             [
@@ -173,7 +174,9 @@ def moved_section(
                 + (f"; {quality['recent_text']}" if quality.get("recent_text") else "")
                 + (f"; {lowest}" if (lowest := lowest_group_text(quality)) else "")
                 + (
-                    f"; known_miss gold rows, misses/asks in its window vs before: {where}"
+                    f"; known_miss gold rows, misses/asks in its window vs before"
+                    f"{f' ({window})' if window else ''}"
+                    f": {where}"
                     if known_miss_open
                     and (where := missing_rows_text(quality.get("known_miss_rows")))
                     else ""

@@ -118,7 +118,7 @@ from service.quality.by_group import LIVE_VS_GOLD, group_text_lines, paired_by_q
 from service.quality.by_language import rate_text
 from service.quality.over_time import MIN_N, agreement_line, known_line, over_time
 from service.quality.stage import language_lines, rejected_note
-from service.quality.where import missing_rows_text
+from service.quality.where import missing_rows_text, missing_window_text
 from service.refusals.families import shown_families
 from service.refusals.languages import scope_language_lines
 from service.refusals.recall import INHERITED, recall_lines
@@ -731,10 +731,12 @@ def render_text(doc: ReplayReport) -> str:
     against = ("baseline comparisons" if GOLD_SET_OFF in doc.get("notices", ())
                else "worst of gold set and baseline comparisons")  # fmt: skip
     lines.append(f"drift now ({against}): {states}")
-    if shown.get("known_miss") == "drift" and (
-        rows := missing_rows_text((doc.get("quality") or {}).get("known_miss_rows"))
-    ):  # which gold rows started missing (trial 51 M3)
-        lines.append(f"  known_miss gold rows, misses/asks in its window vs before: {rows}")
+    block = (doc.get("quality") or {}).get("known_miss_rows")
+    if shown.get("known_miss") == "drift" and (rows := missing_rows_text(block)):
+        # which gold rows started missing (trial 51 M3), and over which window
+        window = missing_window_text(block)
+        lines.append(f"  known_miss gold rows, misses/asks in its window vs before"
+                     f"{f' ({window})' if window else ''}: {rows}")  # fmt: skip
     lines += [f"  {dim} {silenced_verb(dim)}: {why}"
               for dim, why in sorted(drift.get("suppressed_dimensions", {}).items())]  # fmt: skip
     # windows started afresh under a new labeller (trial 48 H1: a recalibrated detector)

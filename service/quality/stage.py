@@ -814,9 +814,12 @@ class LiveQualityStage:
                         total[j] += value
             if recent:
                 documents = {g: by_id[g].gold for g in recent if g in by_id}
-                out["known_miss_rows"] = missing_rows(recent, cells, documents)
                 since = datetime.fromtimestamp(min(kept) * self._bucket_s, tz=UTC)
                 until = datetime.fromtimestamp((newest + 1) * self._bucket_s, tz=UTC)
+                out["known_miss_rows"] = missing_rows(
+                    recent, cells, documents, since=since.isoformat(),
+                    until=until.isoformat(), window_s=self.recent_window_s,
+                )  # fmt: skip
                 out["by_group_recent"] = {
                     "window_s": self.recent_window_s,
                     "since": since.isoformat(),

@@ -32,14 +32,19 @@ A miss is a scored known event whose top k holds no gold passage (hit@k 0), the 
 (0, 3, 5)
 >>> print(missing_rows_text(out))
 g-1 (doc d#0) 3/3 missed, before 0/2
+>>> out = missing_rows(recent, total, {}, since="2026-12-05T00:00:00+00:00",
+...                    until="2026-12-06T00:00:00+00:00", window_s=86400.0)
+>>> print(missing_window_text(out))
+window 2026-12-05 00:00 → 2026-12-06 00:00 UTC (24 h); before: all earlier time
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["TOP_ROWS", "missing_rows", "missing_rows_text"]
+__all__ = ["TOP_ROWS", "missing_rows", "missing_rows_text", "missing_window_text"]
 
 #: Rows listed by the reports (the others counted as "and K more").
 TOP_ROWS = 10
@@ -58,6 +63,9 @@ def missing_rows(
     total: Mapping[str, Sequence[float]],
     documents: Mapping[str, Sequence[str]],
     top: int = TOP_ROWS,
+    since: str | None = None,
+    until: str | None = None,
+    window_s: float | None = None,
 ) -> dict[str, Any]:
     """The gold rows that missed in the window, against their misses before (module
     docstring).
@@ -69,12 +77,17 @@ def missing_rows(
             events included).
         documents: gold id → the row's gold passage ids (a row without one: ``[]``).
         top: rows listed at most (≥ 0); the others are counted in ``more``.
+        since, until: the window's bounds, ISO 8601 times (UTC): the start of its first
+            counted bucket and the end of its newest (the stage's ``by_group_recent``), or
+            ``None`` when unknown; copied into the block.
+        window_s: the window's configured length in seconds (``known_window_s``), or
+            ``None``; copied into the block. "Before" is all time before ``since``.
 
     Returns:
         ``{"rows": [{"gold_id", "documents": [ids], "window": {"asks", "misses"},
         "before": {"asks", "misses"}}], "more": rows left out, "window_asks": scored known
-        events in the window, "window_misses": their misses}`` (asks: scored known events;
-        misses: those whose top k held no gold passage).
+        events in the window, "window_misses": their misses, "since", "until", "window_s"}``
+        (asks: scored known events; misses: those whose top k held no gold passage).
     """
     listed: list[tuple[int, float, str, dict[str, Any]]] = []
     window_asks = window_misses = 0
@@ -101,6 +114,9 @@ def missing_rows(
         "more": max(0, len(listed) - top),
         "window_asks": window_asks,
         "window_misses": window_misses,
+        "since": since,
+        "until": until,
+        "window_s": window_s,
     }
 
 
@@ -125,3 +141,36 @@ def missing_rows_text(block: Mapping[str, Any] | None, max_documents: int = 3) -
         )
     more = int((block or {}).get("more") or 0)
     return "; ".join(parts) + (f"; and {more} more" if more else "")
+
+
+def _length(seconds: float) -> str:
+    """``"24 h"``, ``"90 min"`` or ``"45 s"``: a window's length in the largest whole unit."""
+    whole = round(seconds)
+    if whole and whole % 3600 == 0:
+        return f"{whole // 3600} h"
+    if whole and whole % 60 == 0:
+        return f"{whole // 60} min"
+    return f"{whole} s"
+
+
+def _minute(iso: str) -> str:
+    """An ISO 8601 time as ``"2026-12-05 00:00"`` in UTC (as given when it has no offset)."""
+    at = datetime.fromisoformat(iso)
+    if at.utcoffset() is not None:
+        at = at.astimezone(UTC)
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def missing_window_text(block: Mapping[str, Any] | None) -> str | None:
+    """The window a :func:`missing_rows` block counts, for the reports: ``"window 2026-12-05
+    00:00 → 2026-12-06 00:00 UTC (24 h); before: all earlier time"`` (the length is
+    ``until - since``: whole buckets ending with the latest event, at most ``window_s``), or
+    ``None`` when the block has no bounds."""
+    since, until = (block or {}).get("since"), (block or {}).get("until")
+    if not since or not until:
+        return None
+    length = (datetime.fromisoformat(until) - datetime.fromisoformat(since)).total_seconds()
+    return (
+        f"window {_minute(since)} → {_minute(until)} UTC ({_length(length)}); "
+        "before: all earlier time"
+    )

@@ -15,7 +15,7 @@ from service.events import QueryLogEvent
 from service.html import render_replay_html, render_status_page
 from service.html.quality_section import quality_section
 from service.jobs.replay import render_text
-from service.quality.where import missing_rows, missing_rows_text
+from service.quality.where import missing_rows, missing_rows_text, missing_window_text
 from tests.service.html import samples
 from tests.service.html.test_status_page import STATUS
 from tests.service.test_quality import LIBRARY, MCA, build, run
@@ -79,7 +79,14 @@ def test_the_stage_names_exactly_the_rows_that_missed_in_the_window() -> None:
              "before": {"asks": 2, "misses": 1}},
         ],
         "more": 0, "window_asks": 5, "window_misses": 3,
+        # the window in whole 5-minute buckets: from the first with a scored event (14:00) to
+        # the end of the newest (14:30's: 14:35); before it, all earlier time
+        "since": "2026-11-29T14:00:00+00:00", "until": "2026-11-29T14:35:00+00:00",
+        "window_s": 7200.0,
     }  # fmt: skip
+    assert missing_window_text(block) == (
+        "window 2026-11-29 14:00 → 2026-11-29 14:35 UTC (35 min); before: all earlier time"
+    )
     fresh = build(recent_window_s=2 * 3600.0, min_n=1)
     assert fresh.report()["known_miss_rows"] is None  # nothing scored yet
 
@@ -98,10 +105,13 @@ def _report(known_miss: str, extras: bool = True) -> dict[str, Any]:
 
 
 LINE = "q-1 (doc p-2) 2/3 missed, before 0/3; q-2 (doc p-5, p-6) 1/1 missed, before 1/2"
+WINDOW_TEXT = "window 2026-11-29 14:00 → 2026-11-29 14:35 UTC (35 min); before: all earlier time"
 
 
 def test_the_text_report_names_the_rows_only_while_known_miss_drifts() -> None:
-    assert f"known_miss gold rows, misses/asks in its window vs before: {LINE}" in render_text(
+    assert (
+        f"known_miss gold rows, misses/asks in its window vs before ({WINDOW_TEXT}): {LINE}"
+    ) in render_text(
         _report("drift", extras=False)  # type: ignore[arg-type]
     )
     assert "known_miss gold rows" not in render_text(_report("ok", False))  # type: ignore[arg-type]
@@ -122,10 +132,11 @@ def test_the_html_report_and_status_page_name_the_rows_only_while_known_miss_dri
     ):
         assert cell in section.replace(' class="num"', "")
     assert "3 misses in 5 asks in the window" in section
+    assert f"The {WINDOW_TEXT}." in section
     assert "known_miss is in drift" in str(render_replay_html(doc))  # type: ignore[arg-type]
     page = str(render_status_page(STATUS, doc["analytics"], extras={"quality": doc["quality"]}))
     moved = page[page.index('id="moved"') :]
-    assert LINE in moved[: moved.index("</section>")]
+    assert f"({WINDOW_TEXT}): {LINE}" in moved[: moved.index("</section>")]
     quiet = _report("ok")
     assert "known_miss is in drift" not in str(render_replay_html(quiet))  # type: ignore[arg-type]
     page = str(render_status_page(STATUS, quiet["analytics"], extras={"quality": quiet["quality"]}))

@@ -1,10 +1,12 @@
 """Trial 51, M2: the same question with a courtesy word ("... was zu tun?" and "... was zu tun?
 Danke.") was suggested twice, and both copies were accepted (gold rows q-004 and q-005, the
 same question and passage, counted twice by eval). The known-question rule, the harvest merge
-and the accept's duplicate check now read one rule (:mod:`service.text.wording`): thanks and
-please in German, Spanish, French, Russian and Hindi are courtesy words, a Devanagari danda
-separates words, and an opening "Quick question:" asks nothing. The questions are the trial's
-(its traffic's reworded events: a courtesy word appended or an opening prefixed).
+and the accept's duplicate check now read one rule (:mod:`service.text.wording`): phrases of
+thanks, please and greetings at a question's start or end ask nothing (inside it they are its
+words), a Devanagari danda separates words, and an opening "Quick question:" asks nothing;
+harvest's trigram gate and the accept's check compare the texts without them. The questions
+are the trial's (its traffic's reworded events: a courtesy word appended or an opening
+prefixed).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from service.harvest.text import comparison_form
 from service.quality.known import KnownQuestionIndex
 from service.records import GoldQuestion
 from service.state import StateStore
-from service.text.wording import disagreement, known_disagreement, wording
+from service.text.wording import core_form, disagreement, known_disagreement, wording
 from tests.service.harvest.helpers import batch, event
 from tests.service.harvest.test_labelling_api import AUTH, labelling_client
 
@@ -135,3 +137,66 @@ def test_the_api_answers_409_naming_the_row_without_the_users_text(
     assert "gold row q-004" in body
     assert "Gandhi" not in body and "Danke" not in body and "Shelley" not in body
     assert gold.read_bytes() == before
+
+
+# Review of the fix (RG): courtesy is a phrase read at a text's edges only.
+
+#: B1: a word that is courtesy only in a phrase ("muchas gracias", "vielen Dank") or only at an
+#: edge is a word of the question elsewhere: these pairs are different questions.
+DIFFERENT = [
+    ("¿Hay muchas oficinas en Madrid?", "¿Hay oficinas en Madrid?"),
+    ("Wie sagt man bitte auf Englisch?", "Wie sagt man danke auf Englisch?"),
+    ("Is Hola the CEO of the company?", "Is Merci the CEO of the company?"),
+    ("Who is Hola Dank in the org chart?", "Who is in the org chart?"),
+    ("Hilft die Uni vielen Studenten beim Wohnen?", "Hilft die Uni Studenten beim Wohnen?"),
+]  # fmt: skip
+
+#: B2 and B3: "por favor" is courtesy; an opening or edge courtesy on a short question, whose
+#: whole text shares too few trigrams with the plain one, asks nothing either.
+SAME = [
+    ("¿Cómo cambio mi contraseña, por favor?", "¿Cómo cambio mi contraseña?"),
+    ("Kurze Frage: Wann ist Zahltag?", "Wann ist Zahltag?"),
+    ("Quick question: is the office open?", "Is the office open?"),
+    ("Hallo, wann öffnet die Bibliothek? Vielen Dank!", "Wann öffnet die Bibliothek?"),
+    ("Por favor, ¿dónde está la biblioteca? Muchas gracias.", "¿Dónde está la biblioteca?"),
+    ("Merci beaucoup ! Où est la bibliothèque ?", "Où est la bibliothèque ?"),
+]  # fmt: skip
+
+
+def _suggestions(first: str, second: str) -> list[dict[str, object]]:
+    repo = MemoryCandidates()
+    stage = HarvestStage(HarvestConfig(flush_interval_s=0.0), sinks=[repo])
+    stage.process(batch([event("e1", first, minute=1), event("e2", second, minute=2)],
+                        [REFUSED] * 2))  # fmt: skip
+    return list(repo.all())
+
+
+@pytest.mark.parametrize(("one", "other"), DIFFERENT)
+def test_a_courtesy_word_inside_a_question_is_a_word_of_it(one: str, other: str) -> None:
+    assert duplicated_gold_row(one, [{"id": "g-1", "question": other}], 0.6) is None
+    assert duplicated_gold_row(other, [{"id": "g-1", "question": one}], 0.6) is None
+    assert len(_suggestions(one, other)) == 2
+    assert len(_suggestions(other, one)) == 2
+
+
+@pytest.mark.parametrize(("courteous", "plain"), SAME)
+def test_edge_courtesy_and_openings_merge_short_questions(courteous: str, plain: str) -> None:
+    assert duplicated_gold_row(courteous, [{"id": "g-1", "question": plain}], 0.6) == "g-1"
+    assert duplicated_gold_row(plain, [{"id": "g-1", "question": courteous}], 0.6) == "g-1"
+    for first, second in ((courteous, plain), (plain, courteous)):
+        (row,) = _suggestions(first, second)
+        assert row["count"] == 2 and row["question"] == first  # the first asked is shown
+
+
+def test_the_trigram_gate_reads_the_text_without_its_edges() -> None:
+    # the whole texts share 16 of 28 distinct trigrams (0.57 < 0.6); without the opening, all
+    assert core_form(comparison_form("Kurze Frage: Wann ist Zahltag?")) == "wann ist zahltag"
+    assert core_form("por favor cambio mi contraseña por favor") == "cambio mi contraseña"
+    # never every word, and nothing from the middle: the text itself
+    for text in ("danke", "vielen dank", "por favor", "kurze frage", "hay muchas oficinas"):
+        assert core_form(text) == text
+
+
+@pytest.mark.parametrize("alone", ["Danke!", "Bitte", "Hola", "Merci", "Спасибо", "Por favor"])
+def test_a_text_that_is_only_courtesy_stays_its_own_suggestion(alone: str) -> None:
+    assert len(_suggestions(alone, "Wann ist Zahltag?")) == 2
