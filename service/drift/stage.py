@@ -1631,7 +1631,10 @@ class DriftStage:
         before the ``out_of_scope`` dimension tested only the verdicts the off-corpus cutoff's
         range does not move (no ``scope_rule``): its windows counted every verdict, and a
         window of the stable ones compared with them alarmed on unchanged traffic (review
-        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade).
+        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade). Such a
+        dimension is restarted (:meth:`restart`, its ``windows_restarted`` saying why): an
+        alarm of it open at the snapshot ends there, ``restarted``, rather than ending
+        ``untested`` at the first test of the fresh windows (review of s51-lull B1).
 
         The ``known_miss`` detector is saved under :data:`KNOWN_MISS_STATE` (its windows keep
         the language); a snapshot of a version before it (``known_miss``: plain flags) is
@@ -1655,6 +1658,14 @@ class DriftStage:
                     if detectors.get(dim) is not None:
                         log.info("drift: the %s windows of a state kept %s are not restored: "
                                  "the dimension warms up afresh", dim, differed)  # fmt: skip
+                    kept_states = (state.get("last_state") or {}).items()
+                    opened = any(k.startswith(f"{dim}/") and v == "drift" for k, v in kept_states)
+                    if detectors.get(dim) is not None or opened:
+                        # (as a new labeller's: an alarm of it still open ends, ``restarted``,
+                        # not ``untested`` when its next test finds the fresh windows short)
+                        changed[dim] = (f"the windows kept were counted by an earlier rule "
+                                        f"({differed}): counts made under the two are not "
+                                        "comparable")  # fmt: skip
                     continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
