@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -1631,7 +1632,10 @@ class DriftStage:
         before the ``out_of_scope`` dimension tested only the verdicts the off-corpus cutoff's
         range does not move (no ``scope_rule``): its windows counted every verdict, and a
         window of the stable ones compared with them alarmed on unchanged traffic (review
-        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade).
+        s38-rev-oos: 40 % vs 29 %, an alarm at the first test after the upgrade). Such a
+        dimension is restarted (:meth:`restart`, its ``windows_restarted`` saying why): an
+        alarm of it open at the snapshot ends there, ``restarted``, rather than ending
+        ``untested`` at the first test of the fresh windows (review of s51-lull B1).
 
         The ``known_miss`` detector is saved under :data:`KNOWN_MISS_STATE` (its windows keep
         the language); a snapshot of a version before it (``known_miss``: plain flags) is
@@ -1655,6 +1659,14 @@ class DriftStage:
                     if detectors.get(dim) is not None:
                         log.info("drift: the %s windows of a state kept %s are not restored: "
                                  "the dimension warms up afresh", dim, differed)  # fmt: skip
+                    kept_states = (state.get("last_state") or {}).items()
+                    opened = any(k.startswith(f"{dim}/") and v == "drift" for k, v in kept_states)
+                    if detectors.get(dim) is not None or opened:
+                        # (as a new labeller's: an alarm of it still open ends, ``restarted``,
+                        # not ``untested`` when its next test finds the fresh windows short)
+                        changed[dim] = (f"the windows kept were counted by an earlier rule "
+                                        f"({differed}): counts made under the two are not "
+                                        "comparable")  # fmt: skip
                     continue
             det.restore(detectors.get(dim))
         self.events_seen = int(state.get("events_seen", 0))
@@ -1978,14 +1990,22 @@ def untested_text(alarm: Mapping[str, Any]) -> str:
     """Why an alarm ended for lack of data (:func:`alarm_kind` ``untested``), in words: not
     that the drift ended, but that too few events came to test it, e.g. ``"ended for lack of
     data, not cleared (the drift was not seen to end): the current 6 h window held 5 answers,
-    fewer than the 100 a test needs, and no test had enough for 24 h (the latest at
-    2026-12-05 23:30 UTC)"``; an entry kept from before its counts were (``untested``
-    ``{}``) says ``"too few events came to test it"``.
+    fewer than the 100 a test needs, and no test had enough for 24 h 19 min (the latest at
+    2026-12-05 23:30 UTC; an open alarm is held untested for 24 h)"``: the gap is the row's
+    ``timestamp`` minus ``last_test``, in whole minutes (:func:`_gap`); without ``last_test``
+    it says the hold only. One event reads singular ("held 1 answer"). An entry kept from
+    before its counts were (``untested`` ``{}``) says ``"too few events came to test it"``.
 
-    >>> untested_text({"untested": {"n_current": 5, "min_count": 100, "unit": "answers",
-    ...     "window_s": 21600.0, "hold_untested_s": 86400.0, "last_test": 0.0}})[67:]
+    >>> untested_text({"timestamp": 87540.0, "untested": {"n_current": 5, "min_count": 100,
+    ...     "unit": "answers", "window_s": 21600.0, "hold_untested_s": 86400.0,
+    ...     "last_test": 0.0}})[67:]  # doctest: +NORMALIZE_WHITESPACE
     ': the current 6 h window held 5 answers, fewer than the 100 a test needs, and no test \
-had enough for 24 h (the latest at 1970-01-01 00:00 UTC)'
+had enough for 24 h 19 min (the latest at 1970-01-01 00:00 UTC; an open alarm is held \
+untested for 24 h)'
+    >>> untested_text({"untested": {"n_current": 1, "min_count": 30, "window_s": 3600.0,
+    ...     "unit": "scored known questions", "hold_untested_s": 86400.0}})[67:]
+    ': the current 1 h window held 1 scored known question, fewer than the 30 a test needs, \
+and no test had enough for the 24 h an open alarm is held untested'
     >>> untested_text({})[67:]
     ': too few events came to test it'
     """
@@ -1993,12 +2013,31 @@ had enough for 24 h (the latest at 1970-01-01 00:00 UTC)'
     kept = alarm.get("untested") or {}
     if "n_current" not in kept:
         return f"{head}: too few events came to test it"
+    count = int(kept["n_current"])
+    unit = str(kept["unit"])
+    if count == 1:  # "questions given a topic" -> "question given a topic"
+        unit = re.sub(r"\b(question|answer)s\b", r"\1", unit, count=1)
+    hold = _duration(float(kept["hold_untested_s"]))
     last = kept.get("last_test")
-    latest = "" if last is None else f" (the latest at {_utc(float(last))})"
+    stamp = alarm.get("timestamp")
+    if last is None or stamp is None:
+        since = f"the {hold} an open alarm is held untested"
+    else:
+        since = (f"{_gap(float(stamp) - float(last))} (the latest at {_utc(float(last))}; an "
+                 f"open alarm is held untested for {hold})")  # fmt: skip
     return (f"{head}: the current {_duration(float(kept['window_s']))} window held "
-            f"{kept['n_current']} {kept['unit']}, fewer than the {kept['min_count']} a test "
-            f"needs, and no test had enough for {_duration(float(kept['hold_untested_s']))}"
-            f"{latest}")  # fmt: skip
+            f"{count} {unit}, fewer than the {kept['min_count']} a test needs, and no test "
+            f"had enough for {since}")  # fmt: skip
+
+
+def _gap(seconds: float) -> str:
+    """A gap between two event times in whole minutes, rounded down: ``87540`` →
+    ``"24 h 19 min"``, ``86400`` → ``"24 h"``, ``600`` → ``"10 min"``, ``59`` → ``"0 min"``."""
+    minutes = max(int(seconds // 60), 0)
+    hours, rest = divmod(minutes, 60)
+    if not hours:
+        return f"{rest} min"
+    return f"{hours} h" + (f" {rest} min" if rest else "")
 
 
 def ended_untested(drift: Mapping[str, Any]) -> list[dict[str, Any]]:

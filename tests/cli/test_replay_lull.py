@@ -33,9 +33,9 @@ START = datetime(2026, 12, 1, tzinfo=UTC)
 DRIFT = {"window_s": 3600, "warmup_s": 21600, "test_every_s": 300, "min_count": 100}
 SAID = (
     "for lack of data, not cleared (the drift was not seen to end): the current 1 h window "
-    "held 5 answers, fewer than the 100 a test needs, and no test had enough for 24 h (the "
-    "latest at 2026-12-01 09:55 UTC)"
-)
+    "held 5 answers, fewer than the 100 a test needs, and no test had enough for 48 h 4 min "
+    "(the latest at 2026-12-01 09:55 UTC; an open alarm is held untested for 24 h)"
+)  # (the gap: the end at 2026-12-03 09:59:34, the row's timestamp, minus the latest test)
 #: The end row main 7be42b94 kept in this log's state (``replay --state``, read back from its
 #: ``stage/drift``): the empty test's rates, NaN, and p 1.
 MAIN_ROW = {"dimension": "refusal", "comparison": "baseline", "state": "insufficient_data",

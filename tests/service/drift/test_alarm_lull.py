@@ -57,14 +57,23 @@ LAST_TEST = (START + timedelta(hours=10, minutes=15)).timestamp()
 ENDED = (START + timedelta(days=2, seconds=3719 * 10 + 40)).timestamp()
 UNTESTED = {"n_current": 5, "min_count": 200, "unit": "answers", "window_s": 3600.0,
             "hold_untested_s": 86400.0, "last_test": LAST_TEST}  # fmt: skip
-SAID = ("for lack of data, not cleared (the drift was not seen to end): the current 1 h window "
-        "held 5 answers, fewer than the 200 a test needs, and no test had enough for 24 h (the "
-        "latest at 2026-01-01 10:15 UTC)")  # fmt: skip
+SAID = (
+    "for lack of data, not cleared (the drift was not seen to end): the current 1 h window "
+    "held 5 answers, fewer than the 200 a test needs, and no test had enough for 48 h 5 min "
+    "(the latest at 2026-01-01 10:15 UTC; an open alarm is held untested for 24 h)"
+)  # fmt: skip  (ENDED - LAST_TEST: 2 days 5 min 30 s, whole minutes)
 #: A kept row of main's code for such an end, as its state file holds it (the scenario of
 #: tests/cli/test_replay_lull.py replayed by main 7be42b94 with --state: NaN rates, p 1).
 MAIN_ROW = {"dimension": "refusal", "comparison": "baseline", "state": "insufficient_data",
             "after_events": 1205, "timestamp": 1796291974.0, "rate_current": math.nan,
             "rate_compared": math.nan, "p_value": 1.0}  # fmt: skip
+#: The walk's end row, at 00:07 (420 s) with its latest test 24 h 19 min before
+#: (1969-12-30 23:48 UTC): the gap said is the row's timestamp minus that test's (review NIT 5).
+UNTESTED_0007 = {**UNTESTED, "last_test": 420.0 - 87_540.0}
+SAID_0007 = SAID.replace(
+    "48 h 5 min (the latest at 2026-01-01 10:15 UTC",
+    "24 h 19 min (the latest at 1969-12-30 23:48 UTC",
+)
 LEGACY_SAID = ("ended for lack of data, not cleared (the drift was not seen to end): too few "
                "events came to test it")  # fmt: skip
 
@@ -293,9 +302,9 @@ ROWS: list[tuple[dict[str, Any], str]] = [
             "state": "insufficient_data",
             "after_events": 17,
             "timestamp": 420.0,
-            "untested": UNTESTED,
+            "untested": UNTESTED_0007,
         },
-        f"ended  refusal vs baseline at 1970-01-01 00:07 UTC (after 17 events): {SAID}",
+        f"ended  refusal vs baseline at 1970-01-01 00:07 UTC (after 17 events): {SAID_0007}",
     ),
     (
         {**MAIN_ROW, "rate_current": None, "rate_compared": None, "timestamp": 480.0},
@@ -389,14 +398,14 @@ def test_every_row_kind_through_every_renderer() -> None:
     status = render_status_page(STATUS, doc["analytics"], refresh_s=0)
     for out in (html_section, page, status):
         assert "nan%" not in out and "None" not in out
-    assert html_section.count(LEGACY_SAID) == 4 and html_section.count(f"ended {SAID}") == 1
+    assert html_section.count(LEGACY_SAID) == 4 and html_section.count(f"ended {SAID_0007}") == 1
     assert "ended: the dimension raises no alarm now (scope AUC 0.6 &lt; 0.75)</td>" in html_section
     # the status page's line: the latest refusal baseline row is an end, still untested
     assert "refusal (baseline): alarm ended at" not in status  # (a cleared row is later)
     assert ended_untested(drift) == []
     drift["alarms"] = drift["alarms"][:8]
     assert [a["timestamp"] for a in ended_untested(drift)] == [420.0]
-    assert f"refusal (baseline): alarm ended at 1970-01-01 00:07 UTC {SAID}" in (
+    assert f"refusal (baseline): alarm ended at 1970-01-01 00:07 UTC {SAID_0007}" in (
         render_status_page(STATUS, doc["analytics"], refresh_s=0))  # fmt: skip
     drift["alarms"] = [dict(row) for row, _ in ROWS]
     assert planted_findings(doc)  # (the demo's reading: opened rows only)
@@ -406,7 +415,7 @@ def test_every_row_kind_through_every_renderer() -> None:
     json.dumps(upgraded, allow_nan=False)
     assert [a for a in upgraded if alarm_kind(a) == "untested"] == [
         {"dimension": "refusal", "comparison": "baseline", "state": "insufficient_data",
-         "after_events": 17, "timestamp": 420.0, "untested": UNTESTED},
+         "after_events": 17, "timestamp": 420.0, "untested": UNTESTED_0007},
         *({"dimension": dim, "comparison": "baseline", "state": "insufficient_data",
            "after_events": n, "timestamp": t, "untested": {}}
           for dim, n, t in (("refusal", 1205, 480.0), ("refusal", 1205, 540.0),

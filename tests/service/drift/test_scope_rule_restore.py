@@ -9,7 +9,7 @@ import types
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from service.drift.stage import DriftStage
+from service.drift.stage import DriftStage, alarm_kind
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -60,3 +60,32 @@ def test_a_baseline_of_every_verdict_is_not_restored_against_the_stable_ones() -
     assert json.dumps(again.rates["out_of_scope"].snapshot(), sort_keys=True) == json.dumps(
         new.rates["out_of_scope"].snapshot(), sort_keys=True
     )
+
+
+def test_an_open_alarm_of_a_dimension_not_restored_ends_restarted_not_untested() -> None:
+    """Review B1 of s51-lull: a state kept before ``scope_rule`` with an ``out_of_scope``
+    alarm open. Its windows are not restored, so the alarm ends at the restore, as for a new
+    labeller: one ``insufficient_data`` row with ``restarted`` (kind ``restarted``) after the
+    6000 events the state had seen, at the watermark of event 5999 (6 s apart from START),
+    and the report says the windows started afresh. Before the fix the stage kept the alarm
+    open, and the next test, short of events in the fresh windows, ended it ``untested``
+    ("no test had enough for 24 h") although its windows had only just started."""
+    old = _drift()
+    _steady(old, 0, 6_000, stable_only=False)
+    state = json.loads(json.dumps(old.state_snapshot()))
+    state.pop("scope_rule")
+    state["last_state"]["out_of_scope/baseline"] = "drift"  # an alarm open at the snapshot
+    new = _drift()
+    new.restore(state)
+    _steady(new, 6_000, 6_300, stable_only=True)
+    ended = [a for a in new.alarms if a["dimension"] == "out_of_scope"]
+    assert len(ended) == 1
+    assert alarm_kind(ended[0]) == "restarted"
+    assert (ended[0]["comparison"], ended[0]["state"], ended[0]["after_events"]) == (
+        "baseline", "insufficient_data", 6_000)  # fmt: skip
+    at = (START + timedelta(seconds=6 * 5_999)).timestamp()
+    assert ended[0]["timestamp"] == at
+    assert "earlier rule" in ended[0]["restarted"]
+    restarted = new.report()["out_of_scope"]["windows_restarted"]
+    assert (restarted["after_events"], restarted["timestamp"]) == (6_000, at)
+    assert not [a for a in new.alarms if alarm_kind(a) == "untested"]
