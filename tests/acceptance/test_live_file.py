@@ -1,8 +1,9 @@
 """Acceptance of the live file path and HTTP ingest: ``goldwatch serve`` as a subprocess.
 
 The file is 20,000 lines of real-question events with 1 % poison pills of every kind a line
-can hold (no tombstones in a file). Every line must end processed or in ``<file>.dlq.jsonl``
-with its reason, also across a kill -9 and a restart on the same state file.
+can hold (no tombstones in a file). Every line must end processed or in the state's dead-letter
+file (``<state>.dlq.jsonl``, the default with a state since the fifty-first session) with its
+reason, also across a kill -9 and a restart on the same state file.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def _expected(lines: list[tuple[bytes | None, str | None]]) -> tuple[int, dict[s
 
 
 def _dlq_rows(path: Path) -> list[dict[str, Any]]:
-    dlq = path.with_name(path.name + ".dlq.jsonl")
+    """The dead letters of a service reading ``path`` with the state ``state.sqlite`` beside it
+    and no ``source.dlq_path``: they go to the state's own file."""
+    dlq = path.with_name("state.sqlite.dlq.jsonl")
     return [json.loads(line) for line in dlq.read_text().splitlines()]
 
 

@@ -457,8 +457,14 @@ def test_demo_looser_threshold_still_matches_within_the_true_topic() -> None:
     # the third a re-asking may leave out, and Saturday's hours are not the weekdays'). The
     # other 18 leave a detail of the gold row out and add nothing: the bus without "the
     # campus" (q-045, 1 of 6 content words, 9), "end semester exams start" without "odd" and
-    # "2026" (q-027, 1 of 5, 9).
+    # "2026" (q-027, 1 of 5, 9). The two Hinglish exam rows the fifty-first session added
+    # (q-060 "end sem exam kab se start ho rahe hai odd sem ke", q-061 "hall ticket ERP pe kab
+    # se download hoga") add 12: "odd sem ke exam kab se start hai" matches q-060 (2: it
+    # leaves out only "end"), "end sem exam kab se hai" is turned down by words (2: "start"
+    # and "odd" are 2 of its 5 content words), and the English "when can we download the hall
+    # ticket" and its spellings for q-061 by words (8: a different wording in another
+    # language, "ERP" left out).
     found = KnownQuestionIndex(gold, threshold=0.7).lookup_many([e["question"] for e in events])
     reasons = Counter(f.rejected.reason for f in found if f.rejected is not None)
-    assert Counter(m.gold_id for m, _ in pairs) == {"q-045": 9, "q-027": 9}
-    assert reasons == {"words": 14, "numbers": 8}
+    assert Counter(m.gold_id for m, _ in pairs) == {"q-045": 9, "q-027": 9, "q-060": 2}
+    assert reasons == {"words": 24, "numbers": 8}

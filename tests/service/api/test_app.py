@@ -289,7 +289,7 @@ def test_analytics_endpoints_and_metrics(tmp_path: Path) -> None:
         # exported as a gauge with the same (unrounded) value
         quality = refusals["out_of_scope"]["quality"]
         assert refusals["detector_quality"]["out_of_scope"] == quality
-        assert (quality["n_pos"], quality["n_neg"]) == (47, 12)  # demo gold set's split
+        assert (quality["n_pos"], quality["n_neg"]) == (49, 12)  # demo: 61 rows, 12 unanswerable
         assert refusals["quality_floor"] == 0.75
         # trusted on both the AUC and the balanced accuracy at its threshold (trial finding 3)
         assert quality["balanced_accuracy"] == pytest.approx(
