@@ -516,6 +516,14 @@ _PREFACES: tuple[tuple[str, ...], ...] = tuple(
 _PREFACE_STARTS = frozenset(preface[0] for preface in _PREFACES)
 
 
+def _split(normalised: str) -> list[str]:
+    """A normalised text's words, the Devanagari danda and double danda (U+0964, U+0965)
+    separating words as a space does."""
+    if "\u0964" in normalised or "\u0965" in normalised:
+        normalised = normalised.replace("\u0964", " ").replace("\u0965", " ")
+    return normalised.split()
+
+
 def _tokens(normalised: str) -> list[str]:
     """The tokens :func:`wording` and :func:`content_words` read: a danda separates words; an
     opening of :data:`_PREFACES` at the start and courtesy phrases (:data:`_COURTESY_PHRASES`)
@@ -529,11 +537,7 @@ def _tokens(normalised: str) -> list[str]:
     >>> _tokens("kurze frage"), _tokens("danke"), _tokens("por favor cambio contraseña por favor")
     (['kurze', 'frage'], ['danke'], ['cambio', 'contraseña'])
     """
-    tokens = (
-        normalised.replace("\u0964", " ").replace("\u0965", " ")
-        if "\u0964" in normalised or "\u0965" in normalised
-        else normalised
-    ).split()
+    tokens = _split(normalised)
     start, end = _edges(tokens)
     return tokens[start:end] if start or end != len(tokens) else tokens
 
@@ -554,11 +558,7 @@ def core_form(normalised: str) -> str:
     >>> core_form("danke"), core_form("wie sagt man danke auf englisch"), core_form("i thank you")
     ('danke', 'wie sagt man danke auf englisch', 'i thank you')
     """
-    tokens = (
-        normalised.replace("\u0964", " ").replace("\u0965", " ")
-        if "\u0964" in normalised or "\u0965" in normalised
-        else normalised
-    ).split()
+    tokens = _split(normalised)
     start, end = _edges(tokens)
     return " ".join(tokens[start:end]) if start or end != len(tokens) else normalised
 
